@@ -1,0 +1,131 @@
+"""Spark rows-v1 speed: ours against the reference's aggregation on the same Parquet-backed frame.
+
+Run: ``python bench/spark_hash_bench.py [--rows N] [--repeats K]`` (starts a local[2] session).
+Needs the reference ``ubunye-engine==0.8.0`` (the dev extra) as the yardstick.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+SEED = 20260601
+
+
+def bench_table(rows: int, seed: int = SEED) -> Any:
+    """The issue-6 table as Arrow: int64, float64 with NaNs, int32, string, bool, UTC ts, date."""
+    import numpy as np
+    import pyarrow as pa
+
+    rng = np.random.default_rng(seed)
+    floats = rng.normal(0.0, 1000.0, rows)
+    floats[rng.random(rows) < 0.05] = np.nan
+    words = np.array(["alpha", "beta", "gamma", "delta", "Mokoena, Thabo", "naïve", "ünïcödé"])
+    text = [f"{word}-{number}" for word, number in zip(rng.choice(words, rows), range(rows))]
+    micros = rng.integers(0, 2_000_000_000_000_000, rows)
+    return pa.table(
+        {
+            "id": pa.array(np.arange(rows, dtype=np.int64)),
+            "amount": pa.array(floats, pa.float64()),
+            "count": pa.array(rng.integers(-(2**31), 2**31 - 1, rows, dtype=np.int32)),
+            "name": pa.array(text, pa.string()),
+            "flag": pa.array(rng.random(rows) < 0.5),
+            "seen": pa.array(micros, pa.timestamp("us", tz="UTC")),
+            "day": pa.array(rng.integers(-10_000, 30_000, rows, dtype=np.int32), pa.date32()),
+        }
+    )
+
+
+def _timed(hash_frame: Any, df: Any) -> tuple[float, Any]:
+    start = time.perf_counter()
+    result = hash_frame(df)
+    return time.perf_counter() - start, result
+
+
+def run_spark_bench(spark: Any, rows: int = 1_000_000, repeats: int = 3) -> dict:
+    """Time our ``fingerprint_spark`` and the reference's on one Parquet-backed DataFrame.
+
+    The two alternate (order swapped each round) after one warm-up each; returns the medians,
+    the ratio reference/ours, and whether the digests agree.
+    """
+    import pyarrow.parquet as pq
+    from ubunye.adapters.spark.content_hash import fingerprint_spark as reference_fingerprint
+
+    from ubunye_core.hashing.spark import fingerprint_spark
+
+    contenders = {"ours": fingerprint_spark, "reference": reference_fingerprint}
+    with tempfile.TemporaryDirectory(prefix="ubunye-spark-bench-") as folder:
+        path = Path(folder) / "table.parquet"
+        pq.write_table(bench_table(rows), path)
+        df = spark.read.parquet(str(path))
+        digests = {name: hash_frame(df) for name, hash_frame in contenders.items()}  # warm-up
+        seconds: dict[str, list[float]] = {name: [] for name in contenders}
+        for round_number in range(repeats):
+            order = list(contenders) if round_number % 2 == 0 else list(reversed(contenders))
+            for name in order:
+                elapsed, result = _timed(contenders[name], df)
+                seconds[name].append(elapsed)
+                if result != digests[name]:
+                    raise RuntimeError(f"{name} gave two different digests for one frame")
+    ours, reference = digests["ours"], digests["reference"]
+    median_ours = statistics.median(seconds["ours"])
+    median_reference = statistics.median(seconds["reference"])
+    return {
+        "rows": rows,
+        "repeats": repeats,
+        "seconds_ours": seconds["ours"],
+        "seconds_reference": seconds["reference"],
+        "median_ours": median_ours,
+        "median_reference": median_reference,
+        "ratio_reference_over_ours": median_reference / median_ours,
+        "digests_equal": (ours.data_hash, ours.schema_hash, ours.row_count)
+        == (reference.data_hash, reference.schema_hash, reference.row_count),
+        "data_hash": ours.data_hash,
+    }
+
+
+def _local_session() -> Any:
+    import os
+    import sys
+
+    from pyspark.sql import SparkSession
+
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    session = (
+        SparkSession.builder.master("local[2]")
+        .appName("ubunye-spark-hash-bench")
+        .config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "false")
+        .config("spark.sql.session.timeZone", "America/Sao_Paulo")
+        .config("spark.driver.memory", "2g")
+        .getOrCreate()
+    )
+    session.sparkContext.setLogLevel("ERROR")
+    return session
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rows", type=int, default=1_000_000)
+    parser.add_argument("--repeats", type=int, default=5)
+    args = parser.parse_args()
+    spark = _local_session()
+    try:
+        result = run_spark_bench(spark, rows=args.rows, repeats=args.repeats)
+    finally:
+        spark.stop()
+    print(f"rows: {result['rows']:,}  repeats: {result['repeats']}")
+    print(f"ours      median {result['median_ours']:.3f} s  {result['seconds_ours']}")
+    print(f"reference median {result['median_reference']:.3f} s  {result['seconds_reference']}")
+    print(f"ratio reference/ours: {result['ratio_reference_over_ours']:.2f}")
+    print(f"digests equal: {result['digests_equal']}  ({result['data_hash']})")
+    if not result["digests_equal"]:
+        raise SystemExit("digests differ")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,33 @@
+"""`python -m example_project`: materialise every asset, then print one asset's lineage trace."""
+
+from __future__ import annotations
+
+import shlex
+import sys
+import time
+
+from example_project.paths import data_dir, example_home
+from example_project.run import TRACED_ASSET, materialise_all, open_instance, trace_command
+
+
+def main() -> int:
+    """Run the example end to end in this process; the trace command's exit code."""
+    from ubunye_core.cli import main as ubunye_dagster_cli
+
+    home = example_home()
+    started = time.perf_counter()
+    with open_instance() as instance:
+        results = materialise_all(home, instance)
+    materialised = sum(len(result.get_asset_materialization_events()) for result in results)
+    print(
+        f"\n{materialised} materialisations in {len(results)} runs "
+        f"({time.perf_counter() - started:.1f}s): data in {data_dir(home)}, "
+        f"receipts in {home / '.ubunye' / 'lineage'}\n"
+    )
+    arguments = trace_command(home, TRACED_ASSET)
+    print(f"$ ubunye-dagster {shlex.join(arguments)}")
+    return ubunye_dagster_cli(arguments)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,1 @@
+"""The example shop's assets, one module per frame library."""

@@ -1,0 +1,25 @@
+"""polars frames, eager and lazy, give the reference's digest on every golden vector."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from ubunye_core.testing.backend_conformance import RowsV1Conformance
+
+pl = pytest.importorskip("polars")
+
+
+class TestPolarsFrames(RowsV1Conformance):
+    engine = "polars"
+
+    def to_frame(self, table: Any) -> Any:
+        return pl.from_arrow(table)
+
+
+class TestPolarsLazyFrames(RowsV1Conformance):
+    engine = "polars"
+
+    def to_frame(self, table: Any) -> Any:
+        return pl.from_arrow(table).lazy()

@@ -1,0 +1,196 @@
+"""The drift judgement on plain receipts: what is flagged, explained, or cannot be judged."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from ubunye_dagster.drift import (
+    DRIFT_REASONS,
+    INPUTS_CHANGED,
+    INPUTS_UNKNOWN,
+    SAME_INPUTS,
+    InputDigest,
+    Receipt,
+    Verdict,
+    carries_ubunye_metadata,
+    judge,
+    strongest_reason,
+    validate_flag_reasons,
+)
+
+CODE = "sha256:" + "c" * 64
+ENV = "sha256:" + "e" * 64
+
+
+def receipt(data_hash: str | None = "sha256:d1", **changes) -> Receipt:
+    fields = {
+        "data_hash": data_hash,
+        "hash_method": "rows-v1",
+        "code_hash": CODE,
+        "environment_hash": ENV,
+        "inputs": {"orders": InputDigest(asset_key="raw/orders", data_hash="sha256:i1")},
+    }
+    fields.update(changes)
+    return Receipt(**fields)
+
+
+def test_without_a_previous_materialisation_nothing_is_judged():
+    judgement = judge(receipt(), None)
+    assert judgement.verdict is Verdict.NOT_JUDGED
+    assert "no previous materialisation" in judgement.reason
+    assert not judgement.is_flagged()
+
+
+def test_same_data_is_reproduced_even_when_code_changed():
+    judgement = judge(receipt(code_hash="sha256:other"), receipt())
+    assert judgement.verdict is Verdict.UNCHANGED
+    assert not judgement.is_flagged()
+
+
+def test_changed_data_under_the_same_code_environment_and_inputs_is_flagged_same_inputs():
+    judgement = judge(receipt("sha256:d2"), receipt("sha256:d1"))
+    assert judgement.verdict is Verdict.DRIFT
+    assert judgement.reason == SAME_INPUTS
+    assert judgement.is_flagged()
+
+
+def test_an_asset_that_reads_nothing_and_drifts_is_flagged_same_inputs():
+    judgement = judge(receipt("sha256:d2", inputs={}), receipt("sha256:d1", inputs={}))
+    assert judgement.reason == SAME_INPUTS
+
+
+def test_a_moved_input_is_flagged_inputs_changed_and_named():
+    before = receipt("sha256:d1")
+    now = receipt(
+        "sha256:d2",
+        inputs={"orders": InputDigest(asset_key="raw/orders", data_hash="sha256:i2")},
+    )
+    judgement = judge(now, before)
+    assert judgement.reason == INPUTS_CHANGED
+    assert judgement.moved_inputs == ("orders",)
+
+
+def test_an_input_that_appeared_counts_as_moved():
+    now = receipt(
+        "sha256:d2",
+        inputs={
+            "orders": InputDigest(asset_key="raw/orders", data_hash="sha256:i1"),
+            "prices": InputDigest(asset_key="raw/prices", data_hash="sha256:p1"),
+        },
+    )
+    judgement = judge(now, receipt("sha256:d1"))
+    assert judgement.reason == INPUTS_CHANGED
+    assert judgement.moved_inputs == ("prices",)
+
+
+def test_an_input_read_from_another_asset_counts_as_moved():
+    now = receipt(
+        "sha256:d2",
+        inputs={"orders": InputDigest(asset_key="raw/orders_v2", data_hash="sha256:i1")},
+    )
+    assert judge(now, receipt("sha256:d1")).moved_inputs == ("orders",)
+
+
+def test_an_input_without_a_digest_makes_the_inputs_unknown():
+    now = receipt(
+        "sha256:d2",
+        inputs={"orders": InputDigest(asset_key="raw/orders", hash_error="OSError: gone")},
+    )
+    judgement = judge(now, receipt("sha256:d1"))
+    assert judgement.reason == INPUTS_UNKNOWN
+    assert judgement.unknown_inputs == ("orders",)
+
+
+def test_a_receipt_without_inputs_makes_the_inputs_unknown():
+    judgement = judge(receipt("sha256:d2", inputs=None), receipt("sha256:d1"))
+    assert judgement.reason == INPUTS_UNKNOWN
+
+
+def test_a_changed_code_hash_explains_the_change():
+    judgement = judge(receipt("sha256:d2", code_hash="sha256:new"), receipt("sha256:d1"))
+    assert judgement.verdict is Verdict.EXPLAINED
+    assert judgement.reason == "code changed"
+    assert not judgement.is_flagged()
+
+
+def test_a_changed_environment_hash_explains_the_change():
+    judgement = judge(receipt("sha256:d2", environment_hash="sha256:new"), receipt("sha256:d1"))
+    assert judgement.verdict is Verdict.EXPLAINED
+    assert judgement.reason == "environment changed"
+
+
+def test_a_missing_code_hash_leaves_a_change_unattributed():
+    judgement = judge(receipt("sha256:d2", code_hash=None), receipt("sha256:d1"))
+    assert judgement.verdict is Verdict.NOT_JUDGED
+    assert "code hash is missing" in judgement.reason
+
+
+def test_a_missing_data_hash_is_not_judged_and_says_why():
+    failed = receipt(None, hash_error="ArrowInvalid: bad column")
+    judgement = judge(failed, receipt())
+    assert judgement.verdict is Verdict.NOT_JUDGED
+    assert "ArrowInvalid: bad column" in judgement.reason
+    assert judge(receipt(), failed).verdict is Verdict.NOT_JUDGED
+
+
+def test_different_hash_methods_are_not_comparable():
+    judgement = judge(receipt("sha256:d2"), receipt("sha256:d1", hash_method=None))
+    assert judgement.verdict is Verdict.NOT_JUDGED
+    assert judgement.reason.startswith("not comparable")
+
+
+def test_which_reasons_flag_is_configurable():
+    judgement = judge(receipt("sha256:d2", inputs=None), receipt("sha256:d1"))
+    assert judgement.is_flagged(DRIFT_REASONS)
+    assert not judgement.is_flagged([SAME_INPUTS])
+
+
+def test_unknown_flag_reasons_are_refused():
+    with pytest.raises(ValueError, match="unknown drift reason"):
+        validate_flag_reasons(["same input"])
+
+
+def test_the_strongest_reason_is_same_inputs_then_unknown_then_changed():
+    assert strongest_reason([INPUTS_CHANGED, SAME_INPUTS]) == SAME_INPUTS
+    assert strongest_reason([INPUTS_CHANGED, INPUTS_UNKNOWN]) == INPUTS_UNKNOWN
+
+
+def test_a_receipt_is_read_from_the_brief_metadata_keys():
+    values = {
+        "ubunye/data_hash": "sha256:d1",
+        "ubunye/hash_method": "rows-v1",
+        "ubunye/code_hash": CODE,
+        "ubunye/environment_hash": ENV,
+        "ubunye/inputs": json.dumps(
+            {"orders": {"asset_key": "raw/orders", "data_hash": "sha256:i1", "row_count": 3}}
+        ),
+        "ubunye/record_path": "/x/run.json",
+    }
+    read = Receipt.from_metadata(values)
+    assert read == receipt(record_path="/x/run.json").model_copy(
+        update={
+            "inputs": {
+                "orders": InputDigest(asset_key="raw/orders", data_hash="sha256:i1", row_count=3)
+            }
+        }
+    )
+    assert carries_ubunye_metadata(values)
+    assert not carries_ubunye_metadata({"dagster/row_count": 3})
+
+
+def test_a_run_record_fills_only_what_the_metadata_lacks():
+    sparse = Receipt(data_hash="sha256:d1", hash_method="rows-v1", code_hash="sha256:mine")
+    record = {
+        "code_hash": "sha256:from-record",
+        "environment_hash": ENV,
+        "inputs": [{"name": "orders", "data_hash": "sha256:i1", "row_count": 3}],
+        "outputs": [{"name": "result", "data_hash": "sha256:other-digest", "hash_method": "x"}],
+    }
+    filled = sparse.filled_from_record(record)
+    assert filled.code_hash == "sha256:mine"
+    assert filled.environment_hash == ENV
+    assert filled.inputs == {"orders": InputDigest(data_hash="sha256:i1", row_count=3)}
+    assert filled.data_hash == "sha256:d1"
+    assert filled.hash_method == "rows-v1"

@@ -1,0 +1,104 @@
+"""End to end through the real Dagster UI server: `dagster dev -w workspace.yaml` on loopback.
+
+A run of the example's main job is launched through GraphQL; the receipt the UI serves for an
+asset must be the one in the run record file and the one the reference CLI reads from it.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from example_project.definitions import MAIN_JOB, USECASE
+from example_project.run import DAYS
+from example_project.webserver import DagsterDev
+
+pytestmark = [pytest.mark.e2e, pytest.mark.timeout(300)]
+
+#: The asset read back through the UI, and where its record must be (identity mapping).
+ASSET = ["sales", "order_lines"]
+GROUP = "sales"
+TASK = "sales.order_lines"
+
+
+def reference_cli() -> str:
+    """The reference implementation's `ubunye` console script, next to this Python first."""
+    beside = Path(sys.executable).with_name("ubunye")
+    found = str(beside) if beside.exists() else shutil.which("ubunye")
+    if not found:
+        pytest.skip("the reference CLI `ubunye` (ubunye-engine, a dev dependency) is not installed")
+    return found
+
+
+@pytest.fixture(scope="module")
+def served_run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
+    """dagster dev on 127.0.0.1 with a temporary DAGSTER_HOME; one successful main-job run."""
+    root = tmp_path_factory.mktemp("e2e")
+    example_home = root / "example"
+    with DagsterDev(root / "dagster_home", example_home) as server:
+        server.wait_until_ready(timeout=120)
+        run_id = server.launch_run(MAIN_JOB, {"dagster/partition": DAYS[0]})
+        status = server.wait_for_run(run_id, timeout=150)
+        yield {
+            "server": server,
+            "run_id": run_id,
+            "status": status,
+            "example_home": example_home,
+            "latest": server.latest_materialisation(ASSET) if status == "SUCCESS" else None,
+        }
+
+
+def test_a_run_launched_through_graphql_succeeds(served_run: dict[str, Any]) -> None:
+    assert served_run["status"] == "SUCCESS", served_run["server"].log_tail()
+    assert served_run["latest"]["run_id"] == served_run["run_id"]
+
+
+def test_the_ui_data_hash_is_the_record_files(served_run: dict[str, Any]) -> None:
+    metadata = served_run["latest"]["metadata"]
+    record_file = (
+        served_run["example_home"]
+        / ".ubunye"
+        / "lineage"
+        / USECASE
+        / GROUP
+        / TASK
+        / f"{served_run['run_id']}.json"
+    )
+    record = json.loads(record_file.read_text(encoding="utf-8"))
+    (output,) = record["outputs"]
+    assert metadata["ubunye/data_hash"].startswith("sha256:")
+    assert metadata["ubunye/data_hash"] == output["data_hash"]
+    assert metadata["ubunye/schema_hash"] == output["schema_hash"]
+    assert metadata["dagster/row_count"] == output["row_count"]
+    assert Path(metadata["ubunye/record_path"]).resolve() == record_file.resolve()
+
+
+def test_the_ui_data_hash_is_what_the_reference_cli_traces(served_run: dict[str, Any]) -> None:
+    command = [
+        reference_cli(),
+        "lineage",
+        "trace",
+        "-d",
+        str(served_run["example_home"]),
+        "-u",
+        USECASE,
+        "-p",
+        GROUP,
+        "-t",
+        TASK,
+        "--run-id",
+        served_run["run_id"],
+        "--json",
+    ]
+    traced = subprocess.run(command, capture_output=True, text=True, timeout=60, check=True)
+    document = json.loads(traced.stdout)
+    (output,) = document["outputs"]
+    assert document["run_id"] == served_run["run_id"]
+    assert output["data_hash"] == served_run["latest"]["metadata"]["ubunye/data_hash"]

@@ -1,0 +1,149 @@
+"""The example project: it loads, its shipped data is reproducible, and its pandas and polars
+assets leave a run record and a receipt on every materialisation (Spark parts:
+tests/test_spark_example.py)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import dagster as dg
+import pytest
+
+from example_project import defs
+from example_project.definitions import DAILY_JOB, MAIN_JOB, USECASE, build_definitions
+from example_project.paths import SEED_DIR
+from example_project.run import DAYS, TRACED_ASSET, trace_command
+from example_project.seed_data.generate import write_seed_data
+
+#: The assets that need no Spark, with the group each belongs to.
+NON_SPARK_ASSETS = {
+    "raw/customers": "raw",
+    "raw/orders": "raw",
+    "raw/products": "raw",
+    "sales/order_lines": "sales",
+    "sales/daily_orders": "sales",
+    "customers/customer_stats": "customers",
+    "customers/country_revenue": "customers",
+}
+SPARK_ASSETS = {"spark/order_lines": "spark", "spark/category_revenue": "spark"}
+
+
+def record_file(home: Path, asset: str, group: str, run_id: str) -> Path:
+    """Where the identity mapping puts the record of `asset` for `run_id`."""
+    task = asset.replace("/", ".")
+    return home / ".ubunye" / "lineage" / USECASE / group / task / f"{run_id}.json"
+
+
+def latest_metadata(
+    instance: dg.DagsterInstance, asset: str, partition: str | None = None
+) -> tuple[str, dict[str, Any]]:
+    """The run id and the plain metadata values of the asset's latest materialisation."""
+    records = instance.fetch_materializations(
+        dg.AssetRecordsFilter(
+            asset_key=dg.AssetKey.from_user_string(asset),
+            asset_partitions=[partition] if partition else None,
+        ),
+        limit=1,
+    ).records
+    assert records, f"no materialisation of {asset} {partition or ''}"
+    event = records[0].event_log_entry
+    metadata = event.asset_materialization.metadata
+    return event.run_id, {label: value.value for label, value in metadata.items()}
+
+
+@pytest.fixture(scope="module")
+def pandas_and_polars_run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
+    """The example's pandas and polars assets materialised into a temp home, for the days."""
+    home = tmp_path_factory.mktemp("example")
+    local_defs = build_definitions(home)
+    selection = dg.AssetSelection.groups("raw", "sales", "customers")
+    job = dg.define_asset_job("no_spark", selection=selection)
+    merged = dg.Definitions.merge(local_defs, dg.Definitions(jobs=[job]))
+    with dg.DagsterInstance.ephemeral() as instance:
+        results = [
+            merged.get_job_def("no_spark").execute_in_process(instance=instance, partition_key=day)
+            for day in DAYS
+        ]
+        yield {"home": home, "instance": instance, "results": results}
+
+
+def test_the_definitions_load() -> None:
+    dg.Definitions.validate_loadable(defs)
+    keys = {key.to_user_string() for key in defs.resolve_all_asset_keys()}
+    assert keys == set(NON_SPARK_ASSETS) | set(SPARK_ASSETS)
+    assert defs.get_job_def(MAIN_JOB) is not None
+    assert defs.get_job_def(DAILY_JOB) is not None
+
+
+def test_the_main_job_materialises_every_asset() -> None:
+    job = defs.get_job_def(MAIN_JOB)
+    assert {key.to_user_string() for key in job.asset_layer.executable_asset_keys} == set(
+        NON_SPARK_ASSETS
+    ) | set(SPARK_ASSETS)
+
+
+def test_the_shipped_data_is_what_the_seeded_generator_writes(tmp_path: Path) -> None:
+    write_seed_data(tmp_path)
+    for name in ("customers.csv", "orders.csv", "products.csv"):
+        assert (tmp_path / name).read_bytes() == (SEED_DIR / name).read_bytes(), name
+
+
+def test_every_pandas_and_polars_materialisation_has_a_record_and_a_receipt(
+    pandas_and_polars_run: dict[str, Any],
+) -> None:
+    home, instance = pandas_and_polars_run["home"], pandas_and_polars_run["instance"]
+    assert all(result.success for result in pandas_and_polars_run["results"])
+    for asset, group in NON_SPARK_ASSETS.items():
+        partition = DAYS[-1] if asset == "sales/daily_orders" else None
+        run_id, metadata = latest_metadata(instance, asset, partition)
+        record_id = f"{run_id}.{partition}" if partition else run_id
+        record = json.loads(record_file(home, asset, group, record_id).read_text("utf-8"))
+        (output,) = record["outputs"]
+        assert record["status"] == "success"
+        assert record["task_path"] == f"{USECASE}/{group}/{asset.replace('/', '.')}"
+        assert output["data_hash"].startswith("sha256:")
+        assert metadata["ubunye/data_hash"] == output["data_hash"], asset
+        assert metadata["ubunye/schema_hash"] == output["schema_hash"], asset
+        assert metadata["dagster/row_count"] == output["row_count"] > 0, asset
+        assert metadata["ubunye/code_hash"] == record["code_hash"], asset
+
+
+def test_each_day_of_the_daily_asset_has_its_own_record(
+    pandas_and_polars_run: dict[str, Any],
+) -> None:
+    home, instance = pandas_and_polars_run["home"], pandas_and_polars_run["instance"]
+    hashes = set()
+    for day in DAYS:
+        run_id, metadata = latest_metadata(instance, "sales/daily_orders", day)
+        assert metadata["ubunye/partition"] == day
+        assert metadata["ubunye/run_id"] == f"{run_id}.{day}"
+        assert record_file(home, "sales/daily_orders", "sales", f"{run_id}.{day}").exists()
+        hashes.add(metadata["ubunye/data_hash"])
+    assert len(hashes) == len(DAYS)
+
+
+def test_a_polars_output_read_by_pandas_keeps_its_digest(
+    pandas_and_polars_run: dict[str, Any],
+) -> None:
+    instance = pandas_and_polars_run["instance"]
+    _, written = latest_metadata(instance, "customers/customer_stats")
+    _, reader = latest_metadata(instance, "customers/country_revenue")
+    loaded = reader["ubunye/inputs"]["customer_stats"]
+    assert loaded["asset_key"] == "customers/customer_stats"
+    assert loaded["data_hash"] == written["ubunye/data_hash"]
+    assert loaded["row_count"] == written["dagster/row_count"]
+
+
+def test_the_trace_command_prints_the_latest_record_of_the_traced_asset(
+    pandas_and_polars_run: dict[str, Any], capsys: pytest.CaptureFixture[str]
+) -> None:
+    from ubunye_core.cli import main
+
+    home, instance = pandas_and_polars_run["home"], pandas_and_polars_run["instance"]
+    _, metadata = latest_metadata(instance, TRACED_ASSET)
+    assert main([*trace_command(home, TRACED_ASSET), "--json"]) == 0
+    document = json.loads(capsys.readouterr().out)
+    assert [output["data_hash"] for output in document["outputs"]] == [metadata["ubunye/data_hash"]]

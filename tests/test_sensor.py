@@ -1,0 +1,505 @@
+"""The drift sensor against a real Dagster instance (sqlite in a temp folder).
+
+Materialisations here carry the brief's metadata keys, written by plain assets. The digests are a
+stand-in (sha256 of the rows as JSON): the sensor only compares receipts, it never hashes data.
+Each tick reports its asset events to the instance the way the sensor daemon does.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import random
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import dagster as dg
+import pytest
+
+from ubunye_dagster import metadata as keys
+from ubunye_dagster.drift import INPUTS_CHANGED, INPUTS_UNKNOWN, SAME_INPUTS
+from ubunye_dagster.sensor import (
+    CHECK_NAME,
+    DRIFT_TAG,
+    DriftCursor,
+    build_drift_sensor,
+    build_reproducibility_checks,
+)
+
+CODE_V1 = "sha256:" + "1" * 64
+CODE_V2 = "sha256:" + "2" * 64
+ENV_V1 = "sha256:" + "a" * 64
+ENV_V2 = "sha256:" + "b" * 64
+ORDERS = [3, 1, 4, 1, 5]
+
+
+def digest(rows: Any) -> str:
+    return "sha256:" + hashlib.sha256(json.dumps(rows, sort_keys=True).encode()).hexdigest()
+
+
+def receipt_metadata(
+    rows: Any,
+    *,
+    code: str = CODE_V1,
+    env: str = ENV_V1,
+    inputs: dict[str, Any] | None = None,
+    method: str = "rows-v1",
+) -> dict[str, Any]:
+    return {
+        keys.DATA_HASH: digest(rows),
+        keys.HASH_METHOD: method,
+        keys.CODE_HASH: code,
+        keys.ENVIRONMENT_HASH: env,
+        keys.INPUTS: dg.MetadataValue.json(inputs or {}),
+    }
+
+
+def input_entry(asset_key: str, rows: Any) -> dict[str, Any]:
+    return {"asset_key": asset_key, "data_hash": digest(rows), "row_count": len(rows)}
+
+
+def pipeline(
+    *,
+    orders: Sequence[int] = ORDERS,
+    noisy_totals: bool = False,
+    noisy_orders: bool = False,
+    code: str = CODE_V1,
+    env: str = ENV_V1,
+) -> list[dg.AssetsDefinition]:
+    """`orders` -> `totals`, each returning its rows with a receipt in its metadata."""
+
+    @dg.asset(name="orders")
+    def orders_asset() -> dg.Output:
+        rows = [*orders, random.random()] if noisy_orders else list(orders)
+        return dg.Output(rows, metadata=receipt_metadata(rows, code=code, env=env))
+
+    @dg.asset(name="totals")
+    def totals(orders: list) -> dg.Output:
+        rows = [sum(orders), random.random()] if noisy_totals else [sum(orders)]
+        return dg.Output(
+            rows,
+            metadata=receipt_metadata(
+                rows, code=code, env=env, inputs={"orders": input_entry("orders", orders)}
+            ),
+        )
+
+    return [orders_asset, totals]
+
+
+def materialise(instance: dg.DagsterInstance, assets: Sequence[Any], **kwargs: Any) -> str:
+    result = dg.materialize(assets, instance=instance, **kwargs)
+    assert result.success
+    return result.run_id
+
+
+def tick(
+    sensor: dg.SensorDefinition,
+    instance: dg.DagsterInstance,
+    cursor: str | None,
+    *,
+    report: bool = True,
+):
+    """Evaluate one tick; report its asset events to the instance as the daemon does."""
+    data = sensor.evaluate_tick(dg.build_sensor_context(instance=instance, cursor=cursor))
+    if report:
+        for event in data.asset_events:
+            instance.report_runless_asset_event(event)
+    return data
+
+
+def evaluations_of(data, asset: str) -> list[dg.AssetCheckEvaluation]:
+    return [e for e in data.asset_events if e.asset_key == dg.AssetKey.from_user_string(asset)]
+
+
+def only(items: Sequence[Any]) -> Any:
+    assert len(items) == 1, items
+    return items[0]
+
+
+def meta(evaluation: dg.AssetCheckEvaluation, key: str) -> Any:
+    return evaluation.metadata[key].value
+
+
+def drift_tag(instance: dg.DagsterInstance, run_id: str) -> str | None:
+    run = instance.get_run_by_id(run_id)
+    assert run is not None
+    return run.tags.get(DRIFT_TAG)
+
+
+@pytest.fixture
+def instance(tmp_path: Path):
+    home = tmp_path / "dagster_home"
+    home.mkdir()
+    with dg.instance_for_test(temp_dir=str(home)) as test_instance:
+        yield test_instance
+
+
+# --- the issue's promises -------------------------------------------------------------------
+
+
+def test_a_deterministic_asset_materialised_twice_is_not_flagged(instance):
+    sensor = build_drift_sensor(pipeline())
+    first = materialise(instance, pipeline())
+    second = materialise(instance, pipeline())
+    data = tick(sensor, instance, None)
+
+    totals = evaluations_of(data, "totals")
+    assert [e.passed for e in totals] == [True, True]
+    assert meta(totals[0], "ubunye/verdict") == "not judged"
+    assert meta(totals[1], "ubunye/verdict") == "unchanged"
+    assert meta(totals[1], "ubunye/previous_run") == first
+    assert data.run_requests == []
+    assert drift_tag(instance, second) is None
+
+
+def test_random_output_with_unchanged_inputs_is_flagged_same_inputs(instance):
+    sensor = build_drift_sensor(pipeline())
+    first = materialise(instance, pipeline(noisy_totals=True))
+    second = materialise(instance, pipeline(noisy_totals=True))
+    data = tick(sensor, instance, None)
+
+    flagged = evaluations_of(data, "totals")[-1]
+    assert not flagged.passed
+    assert flagged.severity == dg.AssetCheckSeverity.ERROR
+    assert meta(flagged, "ubunye/reason") == SAME_INPUTS
+    assert meta(flagged, "ubunye/previous_run") == first
+    assert meta(flagged, "ubunye/run") == second
+    assert meta(flagged, "ubunye/previous_data_hash") != meta(flagged, "ubunye/data_hash")
+    assert evaluations_of(data, "orders")[-1].passed
+    assert drift_tag(instance, second) == SAME_INPUTS
+    assert drift_tag(instance, first) is None
+
+
+def test_the_flag_is_the_latest_check_result_on_the_asset(instance):
+    materialise(instance, pipeline(noisy_totals=True))
+    materialise(instance, pipeline(noisy_totals=True))
+    tick(build_drift_sensor(pipeline()), instance, None)
+
+    check_key = dg.AssetCheckKey(dg.AssetKey("totals"), CHECK_NAME)
+    latest = instance.event_log_storage.get_latest_asset_check_execution_by_key([check_key])
+    execution = latest[check_key]
+    assert execution.status.value == "FAILED"
+    last_totals = instance.fetch_materializations(dg.AssetKey("totals"), limit=1).records[0]
+    evaluation = execution.event.dagster_event.event_specific_data
+    assert evaluation.target_materialization_data.storage_id == last_totals.storage_id
+
+
+def test_changed_upstream_data_is_flagged_inputs_changed_naming_the_input(instance):
+    sensor = build_drift_sensor(pipeline())
+    materialise(instance, pipeline(orders=[1, 2, 3]))
+    second = materialise(instance, pipeline(orders=[1, 2, 4]))
+    data = tick(sensor, instance, None)
+
+    flagged = evaluations_of(data, "totals")[-1]
+    assert not flagged.passed
+    assert flagged.severity == dg.AssetCheckSeverity.WARN
+    assert meta(flagged, "ubunye/reason") == INPUTS_CHANGED
+    assert meta(flagged, "ubunye/moved_inputs") == ["orders"]
+    assert "orders" in flagged.description
+    # orders itself read nothing and changed under the same code: the stronger reason wins.
+    assert meta(evaluations_of(data, "orders")[-1], "ubunye/reason") == SAME_INPUTS
+    assert drift_tag(instance, second) == SAME_INPUTS
+
+
+def test_a_code_change_is_not_flagged(instance):
+    sensor = build_drift_sensor(pipeline())
+    materialise(instance, pipeline(noisy_totals=True, code=CODE_V1))
+    second = materialise(instance, pipeline(noisy_totals=True, code=CODE_V2))
+    data = tick(sensor, instance, None)
+
+    totals = evaluations_of(data, "totals")[-1]
+    assert totals.passed
+    assert meta(totals, "ubunye/verdict") == "explained"
+    assert meta(totals, "ubunye/reason") == "code changed"
+    assert drift_tag(instance, second) is None
+
+
+def test_an_environment_change_is_not_flagged(instance):
+    sensor = build_drift_sensor(pipeline())
+    materialise(instance, pipeline(noisy_totals=True, env=ENV_V1))
+    second = materialise(instance, pipeline(noisy_totals=True, env=ENV_V2))
+    data = tick(sensor, instance, None)
+
+    totals = evaluations_of(data, "totals")[-1]
+    assert totals.passed
+    assert meta(totals, "ubunye/reason") == "environment changed"
+    assert drift_tag(instance, second) is None
+
+
+def test_partitions_are_never_compared_with_each_other(instance):
+    regions = dg.StaticPartitionsDefinition(["north", "south"])
+
+    @dg.asset(partitions_def=regions)
+    def sales(context) -> dg.Output:
+        rows = [context.partition_key, len(context.partition_key)]
+        return dg.Output(rows, metadata=receipt_metadata(rows))
+
+    north_first = materialise(instance, [sales], partition_key="north")
+    materialise(instance, [sales], partition_key="south")
+    materialise(instance, [sales], partition_key="north")
+    data = tick(build_drift_sensor([sales]), instance, None)
+
+    north_then_south_then_north = evaluations_of(data, "sales")
+    assert [meta(e, "ubunye/partition") for e in north_then_south_then_north] == [
+        "north",
+        "south",
+        "north",
+    ]
+    assert [meta(e, "ubunye/verdict") for e in north_then_south_then_north] == [
+        "not judged",
+        "not judged",
+        "unchanged",
+    ]
+    assert meta(north_then_south_then_north[2], "ubunye/previous_run") == north_first
+    assert all(e.passed for e in north_then_south_then_north)
+
+
+def test_a_second_tick_flags_nothing_new(instance):
+    sensor = build_drift_sensor(pipeline())
+    materialise(instance, pipeline(noisy_totals=True))
+    second = materialise(instance, pipeline(noisy_totals=True))
+    first_tick = tick(sensor, instance, None)
+    second_tick = tick(sensor, instance, first_tick.cursor)
+
+    assert second_tick.asset_events == []
+    assert second_tick.run_requests in (None, [])
+    assert second_tick.cursor == first_tick.cursor
+    assert second_tick.skip_message == "no new materialisations"
+    assert drift_tag(instance, second) == SAME_INPUTS
+
+
+def test_a_restarted_sensor_judges_only_what_came_after_its_cursor(instance):
+    materialise(instance, pipeline())
+    cursor = tick(build_drift_sensor(pipeline()), instance, None).cursor
+    third = materialise(instance, pipeline(noisy_totals=True))
+
+    restarted = build_drift_sensor(pipeline())
+    data = tick(restarted, instance, cursor)
+    assert {meta(e, "ubunye/run") for e in data.asset_events} == {third}
+    assert meta(evaluations_of(data, "orders")[0], "ubunye/verdict") == "unchanged"
+    assert meta(evaluations_of(data, "totals")[0], "ubunye/reason") == SAME_INPUTS
+
+
+def test_waiting_materialisations_are_paged_through_on_sqlite_storage(instance):
+    expected = _report_runless_materialisations(instance, count=60, assets=3)
+    judged = _judge_until_idle(build_drift_sensor(None, max_events_per_tick=7), instance, 7)
+    assert judged == expected
+
+
+def test_two_thousand_waiting_materialisations_are_judged_once_in_bounded_ticks():
+    # 2,000 runless reports cost about a minute on the run-sharded sqlite storage (a new
+    # connection per write), so this one uses the in-memory sqlite storage; paging on the
+    # on-disk storage is covered above.
+    with dg.DagsterInstance.ephemeral() as memory_instance:
+        expected = _report_runless_materialisations(memory_instance, count=2000, assets=5)
+        sensor = build_drift_sensor(None, max_events_per_tick=150)
+        judged = _judge_until_idle(sensor, memory_instance, 150)
+    assert judged == expected
+
+
+def test_with_no_time_budget_left_a_tick_still_judges_one_materialisation(instance):
+    expected = _report_runless_materialisations(instance, count=4, assets=1)
+    sensor = build_drift_sensor(None, tick_time_budget_seconds=0)
+    judged = _judge_until_idle(sensor, instance, 1)
+    assert judged == expected
+
+
+# --- configuration and edges ----------------------------------------------------------------
+
+
+def test_reasons_left_out_of_flag_reasons_pass_with_the_reason_recorded(instance):
+    sensor = build_drift_sensor(pipeline(), flag_reasons=[SAME_INPUTS])
+    materialise(instance, pipeline(orders=[1, 2, 3]))
+    materialise(instance, pipeline(orders=[7, 8, 9], noisy_orders=False))
+    data = tick(sensor, instance, None)
+
+    totals = evaluations_of(data, "totals")[-1]
+    assert totals.passed
+    assert meta(totals, "ubunye/verdict") == "drift"
+    assert meta(totals, "ubunye/reason") == INPUTS_CHANGED
+    assert meta(totals, "ubunye/flagged") is False
+
+
+def test_unknown_flag_reasons_are_refused_when_the_sensor_is_built():
+    with pytest.raises(ValueError, match="unknown drift reason"):
+        build_drift_sensor(None, flag_reasons=["inputs moved"])
+
+
+def test_a_flag_requests_a_run_of_the_alert_job(instance):
+    @dg.op
+    def page_someone() -> None:
+        return None
+
+    @dg.job
+    def drift_alert() -> None:
+        page_someone()
+
+    sensor = build_drift_sensor(pipeline(), alert_job=drift_alert)
+    materialise(instance, pipeline(noisy_totals=True))
+    second = materialise(instance, pipeline(noisy_totals=True))
+    data = tick(sensor, instance, None)
+
+    request = only(data.run_requests)
+    assert request.tags[DRIFT_TAG] == SAME_INPUTS
+    assert request.tags["ubunye/drift_asset"] == "totals"
+    assert request.tags["ubunye/drift_run_id"] == second
+    assert request.run_key.startswith("ubunye_drift:")
+    assert dg.Definitions(jobs=[drift_alert], sensors=[sensor]).get_sensor_def(sensor.name)
+
+
+def test_only_watched_assets_are_judged(instance):
+    materialise(instance, pipeline())
+    data = tick(build_drift_sensor(["totals"]), instance, None)
+    assert {e.asset_key for e in data.asset_events} == {dg.AssetKey("totals")}
+
+
+def test_watching_all_assets_passes_over_materialisations_without_ubunye_metadata(instance):
+    @dg.asset
+    def plain() -> dg.MaterializeResult:
+        return dg.MaterializeResult(metadata={"rows": 3})
+
+    materialise(instance, [plain])
+    materialise(instance, pipeline())
+    data = tick(build_drift_sensor(None), instance, None)
+    assert {e.asset_key for e in data.asset_events} == {dg.AssetKey("orders"), dg.AssetKey("totals")}
+
+
+def test_a_failed_hash_is_not_flagged_and_the_evaluation_says_why(instance):
+    instance.report_runless_asset_event(
+        dg.AssetMaterialization("scores", metadata=receipt_metadata([1]))
+    )
+    failed = {
+        key: value for key, value in receipt_metadata([2]).items() if key != keys.DATA_HASH
+    }
+    failed[keys.HASH_ERROR] = "ArrowInvalid: cannot read column"
+    instance.report_runless_asset_event(dg.AssetMaterialization("scores", metadata=failed))
+    data = tick(build_drift_sensor(["scores"]), instance, None)
+
+    evaluation = evaluations_of(data, "scores")[-1]
+    assert evaluation.passed
+    assert meta(evaluation, "ubunye/verdict") == "not judged"
+    assert "ArrowInvalid: cannot read column" in meta(evaluation, "ubunye/reason")
+
+
+def test_hashes_of_different_methods_are_not_compared(instance):
+    instance.report_runless_asset_event(
+        dg.AssetMaterialization("scores", metadata=receipt_metadata([1], method="sample-v0"))
+    )
+    instance.report_runless_asset_event(
+        dg.AssetMaterialization("scores", metadata=receipt_metadata([2]))
+    )
+    evaluation = evaluations_of(tick(build_drift_sensor(["scores"]), instance, None), "scores")[-1]
+    assert evaluation.passed
+    assert meta(evaluation, "ubunye/reason").startswith("not comparable")
+
+
+def test_the_lineage_store_fills_input_digests_the_metadata_lacks(instance, tmp_path):
+    for run, orders_digest in (("r1", "sha256:o1"), ("r2", "sha256:o2")):
+        record_path = tmp_path / f"{run}.json"
+        record_path.write_text(
+            json.dumps({"inputs": [{"name": "orders", "data_hash": orders_digest}]})
+        )
+        metadata = receipt_metadata([run])
+        del metadata[keys.INPUTS]
+        metadata[keys.RECORD_PATH] = dg.MetadataValue.path(str(record_path))
+        instance.report_runless_asset_event(dg.AssetMaterialization("totals", metadata=metadata))
+
+    evaluation = evaluations_of(tick(build_drift_sensor(["totals"]), instance, None), "totals")[-1]
+    assert meta(evaluation, "ubunye/reason") == INPUTS_CHANGED
+    assert meta(evaluation, "ubunye/moved_inputs") == ["orders"]
+
+
+def test_an_unreadable_run_record_leaves_the_inputs_unknown_and_says_so(instance, tmp_path):
+    for run in ("r1", "r2"):
+        metadata = receipt_metadata([run])
+        del metadata[keys.INPUTS]
+        metadata[keys.RECORD_PATH] = str(tmp_path / f"missing-{run}.json")
+        instance.report_runless_asset_event(dg.AssetMaterialization("totals", metadata=metadata))
+
+    evaluation = evaluations_of(tick(build_drift_sensor(["totals"]), instance, None), "totals")[-1]
+    assert meta(evaluation, "ubunye/reason") == INPUTS_UNKNOWN
+    assert any("missing-r2.json" in note for note in meta(evaluation, "ubunye/notes"))
+
+
+def test_an_unreadable_cursor_is_refused_with_a_clear_error():
+    assert DriftCursor.parse(None).after_storage_id == -1
+    assert DriftCursor.parse("41").after_storage_id == 41
+    assert DriftCursor.parse(DriftCursor(after_storage_id=7).dump()).after_storage_id == 7
+    with pytest.raises(ValueError, match="unreadable drift sensor cursor"):
+        DriftCursor.parse("yesterday")
+
+
+# --- the declared check ---------------------------------------------------------------------
+
+
+def test_the_reproducibility_check_is_declared_on_every_watched_asset():
+    assets = pipeline()
+    defs = dg.Definitions(
+        assets=assets,
+        asset_checks=build_reproducibility_checks(assets),
+        sensors=[build_drift_sensor(assets)],
+    )
+    check_keys = defs.resolve_asset_graph().asset_check_keys
+    assert {key for key in check_keys if key.name == CHECK_NAME} == {
+        dg.AssetCheckKey(dg.AssetKey("orders"), CHECK_NAME),
+        dg.AssetCheckKey(dg.AssetKey("totals"), CHECK_NAME),
+    }
+
+
+def test_running_the_check_judges_the_latest_materialisation(instance):
+    checks = build_reproducibility_checks(["totals"])
+    materialise(instance, [*pipeline(noisy_totals=True), *checks])
+    result = dg.materialize([*pipeline(noisy_totals=True), *checks], instance=instance)
+
+    evaluation = only(result.get_asset_check_evaluations())
+    assert evaluation.asset_key == dg.AssetKey("totals")
+    assert not evaluation.passed
+    assert evaluation.severity == dg.AssetCheckSeverity.ERROR
+    assert evaluation.metadata["ubunye/reason"].value == SAME_INPUTS
+
+
+# --- helpers for the paging tests -----------------------------------------------------------
+
+
+def _report_runless_materialisations(
+    instance: dg.DagsterInstance, *, count: int, assets: int
+) -> list[tuple[int, int | None]]:
+    """Report `count` materialisations over `assets` keys; return (storage id, previous id)."""
+    for index in range(count):
+        instance.report_runless_asset_event(
+            dg.AssetMaterialization(
+                f"asset_{index % assets}", metadata=receipt_metadata([index // assets % 3])
+            )
+        )
+    expected: list[tuple[int, int | None]] = []
+    for number in range(assets):
+        records = instance.fetch_materializations(
+            dg.AssetKey(f"asset_{number}"), limit=count, ascending=True
+        ).records
+        previous = [None, *(r.storage_id for r in records[:-1])]
+        expected.extend(zip((r.storage_id for r in records), previous, strict=True))
+    assert len(expected) == count
+    return sorted(expected)
+
+
+def _judge_until_idle(
+    sensor: dg.SensorDefinition, instance: dg.DagsterInstance, per_tick: int
+) -> list[tuple[int, int | None]]:
+    """Tick until the sensor skips; every tick stays within `per_tick` judgements."""
+    cursor, judged, ticks = None, [], 0
+    while True:
+        data = tick(sensor, instance, cursor, report=False)
+        if data.skip_message:
+            break
+        ticks += 1
+        assert 0 < len(data.asset_events) <= per_tick
+        judged.extend(
+            (meta(e, "ubunye/storage_id"), e.metadata.get("ubunye/previous_storage_id"))
+            for e in data.asset_events
+        )
+        cursor = data.cursor
+    judged = [(sid, prev.value if prev is not None else None) for sid, prev in judged]
+    assert ticks == math.ceil(len(judged) / per_tick)
+    return judged

@@ -1,0 +1,272 @@
+"""What ``ubunye-dagster lineage`` prints: JSON for scripts, rich tables and trees for people.
+
+The JSON documents carry the keys the reference's ``ubunye lineage ... --json`` prints, so a script
+can read either tool's output; ``trace`` adds the v2 evidence beside them.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+from rich.tree import Tree
+
+from ubunye_core.compare import Comparison, DataHashVerdict, FieldChange
+from ubunye_core.record import RunRecord, StepRecord
+
+_STATUS_STYLE = {"success": "green", "error": "red", "running": "yellow"}
+_NOT_RECORDED = "-"
+
+
+def trace_document(record: RunRecord) -> dict[str, Any]:
+    """``trace --json``: the reference's keys (task, run, steps), then the v2 evidence."""
+    data = record.to_dict()
+    return {
+        "task": record.task_path,
+        "run_id": record.run_id,
+        "status": record.status,
+        "error": record.error,
+        "inputs": data["inputs"],
+        "transform": record.task_name,
+        "outputs": data["outputs"],
+        "started_at": record.started_at,
+        "ended_at": record.ended_at,
+        "duration_sec": record.duration_sec,
+        "record_version": record.record_version,
+        "code_hash": record.code_hash,
+        "environment": data["environment"],
+        "environment_hash": record.environment_hash,
+        "timings": data["timings"],
+        "expectations": data["expectations"],
+    }
+
+
+def _rows(steps: list[StepRecord]) -> str:
+    """Total rows over steps that recorded a count; ``-`` when none did (never a false 0)."""
+    counts = [step.row_count for step in steps if step.row_count is not None]
+    return f"{sum(counts):,}" if counts else _NOT_RECORDED
+
+
+def _seconds(value: float | None) -> str:
+    return f"{value:.3f}s" if value is not None else _NOT_RECORDED
+
+
+def _status(status: str) -> Text:
+    return Text(status, style=_STATUS_STYLE.get(status, "yellow"))
+
+
+def _short(value: Any) -> str:
+    """A hash cut to its first 12 hex digits for a table cell; other values as text."""
+    if value is None or value == "":
+        return _NOT_RECORDED
+    text = str(value)
+    if text.startswith("sha256:") and len(text) > 19:
+        return text[:19] + "…"
+    return text
+
+
+def runs_table(task_path: str, records: list[RunRecord]) -> Table:
+    """``list``: one row per run of one task, newest first."""
+    table = Table(title=f"Runs of {task_path}", title_justify="left")
+    for heading, justify in (
+        ("RUN ID", "left"),
+        ("STARTED", "left"),
+        ("STATUS", "left"),
+        ("DURATION", "right"),
+        ("IN ROWS", "right"),
+        ("OUT ROWS", "right"),
+    ):
+        table.add_column(heading, justify=justify, no_wrap=heading != "RUN ID")
+    for record in records:
+        table.add_row(
+            record.run_id,
+            record.started_at[:19],
+            _status(record.status),
+            _seconds(record.duration_sec),
+            _rows(record.inputs),
+            _rows(record.outputs),
+        )
+    return table
+
+
+def search_table(records: list[RunRecord]) -> Table:
+    """``search``: one row per matching run, across tasks, newest first."""
+    table = Table(title=f"{len(records)} matching runs", title_justify="left")
+    for heading in ("RUN ID", "TASK", "STARTED", "STATUS", "DURATION"):
+        table.add_column(heading, justify="right" if heading == "DURATION" else "left")
+    for record in records:
+        table.add_row(
+            record.run_id,
+            record.task_path,
+            record.started_at[:19],
+            _status(record.status),
+            _seconds(record.duration_sec),
+        )
+    return table
+
+
+def _step_branch(parent: Tree, step: StepRecord) -> None:
+    node = parent.add(Text.assemble(("[", "dim"), step.format or "?", ("] ", "dim"), step.name))
+    rows = f"{step.row_count:,}" if step.row_count is not None else _NOT_RECORDED
+    lines = [("location", step.location or _NOT_RECORDED), ("rows", rows)]
+    if step.schema_hash:
+        lines.append(("schema", step.schema_hash))
+    if step.data_hash:
+        lines.append(("data", step.data_hash))
+    elif step.hash_error:
+        lines.append(("data", f"unavailable ({step.hash_error})"))
+    else:
+        lines.append(("data", "not hashed"))
+    if step.hash_method:
+        lines.append(("method", step.hash_method))
+    if step.hash_seconds is not None:
+        lines.append(("hashed in", _seconds(step.hash_seconds)))
+    if step.hash_basis:
+        lines.append(("hash from", step.hash_basis))
+    if step.hash_reused_from:
+        lines.append(("hash of", f"{step.hash_reused_from} (same frame)"))
+    for label, value in lines:
+        node.add(f"{label:<9}: {value}")
+    if step.source_note:
+        node.add(
+            Text(
+                f"{'source':<9}: {step.source_note}", style="yellow" if step.source_changed else ""
+            )
+        )
+
+
+def _steps_branch(tree: Tree, title: str, steps: list[StepRecord]) -> None:
+    branch = tree.add(Text(title, style="cyan"))
+    if not steps:
+        branch.add(Text("(none recorded)", style="dim"))
+    for step in steps:
+        _step_branch(branch, step)
+
+
+def _evidence_branch(tree: Tree, record: RunRecord) -> None:
+    branch = tree.add(Text("CODE AND ENVIRONMENT", style="cyan"))
+    env = record.environment or {}
+    branch.add(f"code        : {record.code_hash or _NOT_RECORDED}")
+    python = f"{env.get('python', _NOT_RECORDED)} ({env.get('implementation', '?')})"
+    branch.add(
+        f"python      : {python} on {env.get('platform', '?')} {env.get('machine', '')}".rstrip()
+    )
+    for name, version in sorted((env.get("packages") or {}).items()):
+        branch.add(f"{name:<12}: {version}")
+    branch.add(f"environment : {record.environment_hash or _NOT_RECORDED}")
+    if record.timings:
+        steps = tree.add(Text("TIMINGS", style="cyan"))
+        for timing in record.timings:
+            where = timing.get("input") or timing.get("output") or ""
+            seconds = timing.get("seconds")
+            shown = f"{seconds:>9.3f}s" if isinstance(seconds, (int, float)) else "        -"
+            steps.add(f"{timing.get('step', '?'):<24} {where:<20} {shown}")
+    if record.expectations:
+        checks = tree.add(Text("EXPECTATIONS", style="cyan"))
+        for rule in record.expectations:
+            passed = bool(rule.get("passed"))
+            mark = "ok" if passed else str(rule.get("severity") or "failed")
+            frame = rule.get("output", "?")
+            frame = f"input {frame}" if rule.get("side") == "input" else frame
+            counts = f"{rule.get('failed')}/{rule.get('total')}"
+            line = f"{mark:<8} {frame}.{rule.get('rule', '?')}  {counts}"
+            node = checks.add(Text(line, style="green" if passed else "yellow"))
+            if rule.get("detail"):
+                node.add(str(rule["detail"]))
+
+
+def trace_tree(record: RunRecord) -> Tree:
+    """``trace``: inputs, transform, outputs with hashes and row counts, then the v2 evidence."""
+    head = Text.assemble(("Lineage trace: ", "bold"), (record.task_path, "bold"))
+    tree = Tree(head)
+    run = Text.assemble(
+        f"run {record.run_id}  [", _status(record.status), f"]  {record.started_at[:19]}"
+    )
+    if record.duration_sec is not None:
+        run.append(f"  ({_seconds(record.duration_sec)})")
+    tree.add(run)
+    if record.error:
+        tree.add(Text(f"error: {record.error}", style="red"))
+    if record.model or record.version:
+        tree.add(f"version: {record.model} v{record.version}")
+    _steps_branch(tree, "INPUTS", record.inputs)
+    tree.add(Text("TRANSFORM", style="cyan")).add(record.task_name)
+    _steps_branch(tree, "OUTPUTS", record.outputs)
+    if record.record_version >= 2:
+        _evidence_branch(tree, record)
+    else:
+        tree.add(
+            Text(
+                f"record version {record.record_version}: no code, environment, timings or "
+                f"expectations were recorded",
+                style="dim",
+            )
+        )
+    return tree
+
+
+def _field_verdict(change: FieldChange) -> Text:
+    return Text("CHANGED", style="yellow") if change.changed else Text("unchanged", style="green")
+
+
+def _data_verdict(verdict: DataHashVerdict) -> Text:
+    if verdict.state == "unchanged":
+        return Text("unchanged", style="green")
+    if verdict.state == "changed":
+        return Text("CHANGED", style="yellow")
+    if verdict.state == "not comparable":
+        methods = f"{verdict.method_a or 'no method'} vs {verdict.method_b or 'no method'}"
+        return Text(f"not comparable ({methods})", style="yellow")
+    return Text(f"unknown ({verdict.why})", style="yellow")
+
+
+def compare_table(comparison: Comparison) -> Table:
+    """``compare``: every compared value of run A and run B with its verdict."""
+    a, b = comparison.a, comparison.b
+    table = Table(
+        title=(
+            f"Comparing runs of {comparison.task}\n"
+            f"A: {a.run_id}  {a.started_at[:19]}  {a.status}\n"
+            f"B: {b.run_id}  {b.started_at[:19]}  {b.status}"
+        ),
+        title_justify="left",
+    )
+    for heading in ("WHAT", "A", "B", "VERDICT"):
+        table.add_column(heading)
+    for label in ("status", "duration_sec", "config_hash", "code_hash", "environment_hash"):
+        change: FieldChange = getattr(comparison, label)
+        table.add_row(label, _short(change.a), _short(change.b), _field_verdict(change))
+    for name, move in comparison.environment_changes.items():
+        table.add_row(f"  {name}", _short(move.a), _short(move.b), Text("moved", style="yellow"))
+    for direction, steps in (("input", comparison.inputs), ("output", comparison.outputs)):
+        for name, step in steps.items():
+            table.add_section()
+            table.add_row(
+                f"{direction} {name}: rows",
+                _short(step.row_count.a),
+                _short(step.row_count.b),
+                _field_verdict(step.row_count),
+            )
+            table.add_row(
+                "  schema",
+                _short(step.schema_hash.a),
+                _short(step.schema_hash.b),
+                _field_verdict(step.schema_hash),
+            )
+            table.add_row(
+                "  data",
+                _short(step.data_hash.a),
+                _short(step.data_hash.b),
+                _data_verdict(step.data_hash),
+            )
+    return table
+
+
+def make_console(*, stderr: bool = False) -> Console:
+    """A console on the current stdout (or stderr), wide when not a terminal: hashes stay whole."""
+    console = Console(stderr=stderr, highlight=False, soft_wrap=False)
+    if not console.is_terminal:
+        console = Console(stderr=stderr, highlight=False, width=200)
+    return console

@@ -1,0 +1,194 @@
+"""Canonical lines of an Arrow table, built a slice at a time with Arrow compute.
+
+Arrow writes most values exactly as rows-v1 wants them (integers, booleans, plain
+strings, dates, doubles in the plain decimal range, microsecond timestamps in years
+1000 to 9999). Every other value is written by :mod:`ubunye_core.hashing.canonical`
+and put back in its place, so a slice's lines are always the spec's lines.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from typing import TYPE_CHECKING
+
+from ubunye_core.hashing.canonical import (
+    PLAIN_HIGH,
+    PLAIN_LOW,
+    json_string,
+    micros_text,
+    value_text,
+)
+from ubunye_core.hashing.types import plain_type
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+#: Rows per slice: bounds the memory of one slice's text and keeps its offsets in 32 bits.
+SLICE_ROWS = 1 << 15
+
+#: Microseconds since 1970 of 1000-01-01 and 10000-01-01: Arrow writes a four digit year here.
+_FOUR_DIGIT_YEARS_US = (-30_610_224_000_000_000, 253_402_300_800_000_000)
+
+#: date32 days of 0001-01-01 and 9999-12-31, the dates rows-v1 can write.
+_DATE32_RANGE = (-719_162, 2_932_896)
+
+#: Control characters have escapes Arrow cannot write; quotes and backslashes it can.
+_CONTROL = r"[\x00-\x1f]"
+
+
+def table_slices(table: pa.Table, names: Sequence[str]) -> Iterator[pa.RecordBatch]:
+    """The rows of ``table`` (columns ``names`` in that order) in slices of at most SLICE_ROWS."""
+    selected = table.select(list(names))
+    batches = selected.to_batches()
+    if len(batches) > 1 and selected.num_rows < len(batches) * (SLICE_ROWS // 8):
+        # Many small chunks (one per small file) cost a slice each: join them first.
+        batches = selected.combine_chunks().to_batches()
+    for batch in batches:
+        for start in range(0, batch.num_rows, SLICE_ROWS):
+            yield batch.slice(start, SLICE_ROWS)
+
+
+def _written_by_spec(kind: str, values: list) -> list[str | None]:
+    """Each value's canonical text by the row-at-a-time spec, None for a null."""
+    return [None if v is None else value_text(v, kind) for v in values]
+
+
+def _put_back(text: pa.Array, col: pa.Array, mask: pa.Array, kind: str) -> pa.Array:
+    """``text`` with the masked positions replaced by the spec's text for those values."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    mask = mask.fill_null(False)
+    if not pc.any(mask).as_py():
+        return text
+    written = [m for m in _written_by_spec(kind, col.filter(mask).to_pylist()) if m is not None]
+    return pc.replace_with_mask(text, mask, pa.array(written, pa.string()))
+
+
+def _floor_micros(col: pa.Array) -> pa.Array:
+    """A timestamp column as int64 microseconds since 1970, sub-microseconds floored."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    unit = col.type.unit
+    raw = col.cast(pa.int64())
+    if unit == "ns":
+        quotient = pc.divide(raw, 1000)  # truncates toward zero
+        below = pc.less(pc.subtract(raw, pc.multiply(quotient, 1000)), 0)
+        return pc.if_else(below, pc.subtract(quotient, 1), quotient)
+    factor = {"s": 1_000_000, "ms": 1000, "us": 1}[unit]
+    return raw if factor == 1 else pc.multiply_checked(raw, factor)
+
+
+def _float_texts(col: pa.Array, kind: str) -> pa.Array:
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    if pa.types.is_float16(col.type):
+        col = col.cast(pa.float32())
+    size = pc.abs(col)
+    # NaN compares false everywhere, so it is never plain.
+    plain = pc.and_(pc.greater_equal(size, PLAIN_LOW), pc.less(size, PLAIN_HIGH))
+    # Arrow writes the shortest round-trip digits (at the column's precision) but no ".0";
+    # in the plain range a value has no fraction exactly when it is a whole number.
+    text = pc.cast(col, pa.string())
+    whole = pc.equal(pc.floor(col), col)
+    text = pc.if_else(whole, pc.binary_join_element_wise(text, ".0", ""), text)
+    zero = pc.equal(size, 0.0)
+    if pc.any(zero).as_py():
+        plain = pc.or_(plain, zero)  # Arrow writes "0" and "-0": with ".0" those are Java's
+    return _put_back(text, col, pc.invert(plain), kind)
+
+
+def _timestamp_texts(col: pa.Array) -> pa.Array:
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    zoned = col.type.tz is not None
+    micros = _floor_micros(col)
+    low, high = _FOUR_DIGIT_YEARS_US
+    outside = pc.or_(pc.less(micros, low), pc.greater_equal(micros, high)).fill_null(False)
+    any_outside = pc.any(outside).as_py()
+    # An aware timestamp holds UTC: read as naive, its text is the UTC wall time.
+    wall = micros.cast(pa.timestamp("us"))
+    if any_outside:
+        wall = pc.if_else(outside, pa.scalar(None, pa.timestamp("us")), wall)
+    text = pc.replace_substring(pc.cast(wall, pa.string()), " ", "T", max_replacements=1)
+    text = pc.binary_join_element_wise('"', text, 'Z"' if zoned else '"', "")
+    if any_outside:
+        written = [micros_text(v, zoned) for v in micros.filter(outside).to_pylist()]
+        text = pc.replace_with_mask(text, outside, pa.array(written, pa.string()))
+    return text
+
+
+def _string_texts(col: pa.Array, kind: str) -> pa.Array:
+    import pyarrow.compute as pc
+
+    # Invalid UTF-8 must fail here, as it does on the spec path, not be hashed as bytes.
+    col.validate(full=True)
+    text = col
+    if pc.any(pc.match_substring_regex(col, r'["\\]')).as_py():
+        text = pc.replace_substring(text, "\\", "\\\\")
+        text = pc.replace_substring(text, '"', '\\"')
+    text = pc.binary_join_element_wise('"', text, '"', "")
+    return _put_back(text, col, pc.match_substring_regex(col, _CONTROL), kind)
+
+
+def value_texts(col: pa.Array, kind: str) -> pa.Array:
+    """One column's canonical value texts as a string array; null where the value is null."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    plain = plain_type(col.type)
+    if plain != col.type:
+        col = col.cast(plain)
+    t = col.type
+    if pa.types.is_integer(t):
+        return pc.cast(col, pa.string())
+    if pa.types.is_boolean(t):
+        return pc.if_else(col, "true", "false")
+    if pa.types.is_string(t):
+        return _string_texts(col, kind)
+    if pa.types.is_floating(t):
+        return _float_texts(col, kind)
+    if pa.types.is_timestamp(t):
+        return _timestamp_texts(col)
+    if pa.types.is_date32(t):
+        days = col.cast(pa.int32())
+        low, high = pc.min(days).as_py(), pc.max(days).as_py()
+        if low is not None and (low < _DATE32_RANGE[0] or high > _DATE32_RANGE[1]):
+            raise ValueError("a date column holds a date outside the years 1 to 9999")
+        return pc.binary_join_element_wise('"', pc.cast(col, pa.string()), '"', "")
+    if pa.types.is_decimal(t) and t.scale >= 0:
+        return pc.cast(col, pa.string())
+    if pa.types.is_null(t):
+        return pa.nulls(len(col), pa.string())
+    return pa.array(_written_by_spec(kind, col.to_pylist()), pa.string())
+
+
+def slice_lines(batch: pa.RecordBatch, kinds: Sequence[str]) -> pa.Array:
+    """The canonical line of every row of ``batch``, whose columns are sorted by name."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    parts: list = ["{"]
+    for i, (name, kind) in enumerate(zip(batch.schema.names, kinds, strict=True)):
+        head = "," + json_string(name) + ":"
+        text = value_texts(batch.column(i), kind)
+        if text.null_count == 0:
+            parts += [head, text]  # a scalar head costs no pass over the column
+        elif text.null_count < len(text):
+            # A null member is left out of the line, head and all.
+            parts.append(pc.binary_join_element_wise(head, text, ""))
+    parts.append("}")
+    if len(parts) == 2:
+        return pa.array(["{}"] * batch.num_rows, pa.string())
+    # Not null_handling="skip": some pyarrow versions drop rows where every input is null.
+    body = pc.binary_join_element_wise(*parts, "", null_handling="replace", null_replacement="")
+    if not isinstance(body, pa.Array):  # every part was a scalar: impossible with a column
+        raise RuntimeError("the canonical lines of a slice came back as one value")
+    # Every member starts with a comma; the first one follows the brace.
+    lines = pc.replace_substring(body, "{,", "{", max_replacements=1)
+    if len(lines) != batch.num_rows or lines.null_count:
+        raise RuntimeError("the vectorised canonical lines lost rows")  # never expected
+    return lines if lines.type == pa.string() else lines.cast(pa.string())

@@ -1,0 +1,236 @@
+"""rows-v1 on Spark: one aggregation on the cluster, a handful of numbers back to the driver.
+
+Each row's canonical line is Spark's own ``to_json`` over the columns sorted by name (maps
+rebuilt with their entries sorted by key). The SHA-256 of the line gives two 64-bit lanes; each
+lane is cut into three pieces of at most 22 bits, and the pieces are summed as ``long``. A piece
+sum cannot leave the ``long`` range before 2**41 rows, so the sums are exact whether or not ANSI
+mode is on, and the driver rebuilds each lane sum modulo 2**64 from its three piece sums.
+
+Works on classic and Spark Connect DataFrames alike: only the DataFrame and functions API is used.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from ubunye_core.hashing.digest import LANE_MASK, Fingerprint, data_hash, schema_hash
+
+#: Options that make ``to_json`` write the canonical line whatever the session says: instants in
+#: UTC to the microsecond, wall-clock timestamps and dates as ISO text, null fields left out.
+CANONICAL_JSON_OPTIONS = {
+    "timestampFormat": "yyyy-MM-dd'T'HH:mm:ss.SSSSSS'Z'",
+    "timestampNTZFormat": "yyyy-MM-dd'T'HH:mm:ss.SSSSSS",
+    "dateFormat": "yyyy-MM-dd",
+    "timeZone": "UTC",
+    # Both default to the canonical choice, but a session may change the defaults.
+    "ignoreNullFields": "true",
+    "writeNonAsciiCharacterAsCodePoint": "false",
+}
+
+#: Bit widths of a lane's pieces, most significant first; they add up to 64.
+PIECE_BITS = (22, 21, 21)
+#: Where each piece starts inside its lane (its shift), most significant first.
+PIECE_SHIFTS = (42, 21, 0)
+
+_SIMPLE_TYPE_NAMES = {
+    "ByteType": "int8",
+    "ShortType": "int16",
+    "IntegerType": "int32",
+    "LongType": "int64",
+    "FloatType": "float32",
+    "DoubleType": "float64",
+    "BooleanType": "bool",
+    "StringType": "string",
+    "VarcharType": "string",
+    "CharType": "string",
+    "BinaryType": "binary",
+    "DateType": "date",
+    "TimestampType": "timestamp",
+    "TimestampNTZType": "timestamp_ntz",
+    "NullType": "null",
+}
+
+
+def spark_type_name(kind: Any) -> str:
+    """The canonical rows-v1 name of a Spark SQL type (ADR 006's table).
+
+    A type outside the table keeps Spark's own ``simpleString`` so the hash stays defined.
+    """
+    from pyspark.sql import types as T
+
+    simple = _SIMPLE_TYPE_NAMES.get(type(kind).__name__)
+    if simple is not None:
+        return simple
+    if isinstance(kind, T.DecimalType):
+        return f"decimal({kind.precision},{kind.scale})"
+    if isinstance(kind, T.ArrayType):
+        return f"list<{spark_type_name(kind.elementType)}>"
+    if isinstance(kind, T.MapType):
+        return f"map<{spark_type_name(kind.keyType)},{spark_type_name(kind.valueType)}>"
+    if isinstance(kind, T.StructType):
+        fields = ",".join(f"{field.name}:{spark_type_name(field.dataType)}" for field in kind)
+        return f"struct<{fields}>"
+    return kind.simpleString()
+
+
+def spark_schema_pairs(df: Any) -> list[tuple[str, str]]:
+    """``(column name, canonical type name)`` for each column of a Spark DataFrame, in frame order."""
+    return [(field.name, spark_type_name(field.dataType)) for field in df.schema.fields]
+
+
+def lane_sums_from_piece_sums(piece_sums: Sequence[int | None]) -> tuple[int, int]:
+    """The two lane sums modulo 2**64 from the six piece sums (lane A's three, then lane B's).
+
+    A lane is ``p0 * 2**42 + p1 * 2**21 + p2``, so the sum of a lane over the rows is the same
+    combination of the piece sums; a missing sum (no rows) counts as 0.
+    """
+    if len(piece_sums) != 2 * len(PIECE_SHIFTS):
+        raise ValueError(f"expected {2 * len(PIECE_SHIFTS)} piece sums, got {len(piece_sums)}")
+    values = [int(value or 0) for value in piece_sums]
+    lanes = []
+    for lane in range(2):
+        pieces = values[lane * len(PIECE_SHIFTS) : (lane + 1) * len(PIECE_SHIFTS)]
+        total = sum(piece << shift for piece, shift in zip(pieces, PIECE_SHIFTS))
+        lanes.append(total & LANE_MASK)
+    return lanes[0], lanes[1]
+
+
+def lane_pieces(lane: int) -> tuple[int, int, int]:
+    """One unsigned 64-bit lane cut into its three pieces, most significant first."""
+    if not 0 <= lane <= LANE_MASK:
+        raise ValueError(f"a lane is an unsigned 64-bit integer, got {lane}")
+    return tuple(  # type: ignore[return-value]
+        (lane >> shift) & ((1 << bits) - 1) for shift, bits in zip(PIECE_SHIFTS, PIECE_BITS)
+    )
+
+
+def fingerprint_spark(df: Any) -> Fingerprint:
+    """rows-v1 fingerprint of a Spark DataFrame (classic or Connect) in one aggregation.
+
+    Raises when the rows cannot be read (or the column names are ambiguous); the caller reports it.
+    """
+    pairs = spark_schema_pairs(df)
+    rows, lanes = spark_row_count_and_lane_sums(df)
+    return Fingerprint(
+        schema_hash=schema_hash(pairs),
+        data_hash=data_hash(pairs, rows, lanes),
+        row_count=rows,
+    )
+
+
+def spark_row_count_and_lane_sums(df: Any) -> tuple[int, tuple[int, int]]:
+    """Row count and the two lane sums (modulo 2**64) of ``df``'s canonical lines, in one job."""
+    from pyspark.sql import functions as F
+
+    if not df.schema.fields:
+        # rows-v1: a table without columns has lane sums of zero; only its rows are counted.
+        return int(df.agg(F.count(F.lit(1))).collect()[0][0]), (0, 0)
+    piece_sums = [
+        F.sum(_lane_piece(F.col(lane), shift, bits)).alias(f"{lane}{shift}")
+        for lane in ("a", "b")
+        for shift, bits in zip(PIECE_SHIFTS, PIECE_BITS)
+    ]
+    digests = canonical_lines(df).select(F.sha2("line", 256).alias("d"))
+    # Each lane is parsed once, as a signed long (conv to base -10), then cut with bit operations.
+    lanes = digests.select(
+        _signed_lane(F.substring("d", 1, 16)).alias("a"),
+        _signed_lane(F.substring("d", 17, 16)).alias("b"),
+    )
+    row = lanes.agg(F.count(F.lit(1)).alias("rows"), *piece_sums).collect()[0]
+    return int(row[0]), lane_sums_from_piece_sums(list(row[1:]))
+
+
+def canonical_lines(df: Any) -> Any:
+    """A one-column DataFrame (``line``) of each row's canonical rows-v1 line.
+
+    Columns are renamed by position first, so no name is ever parsed: dots, backticks, spaces
+    and names differing only in case all reach the line exactly as written.
+    """
+    from pyspark.sql import functions as F
+
+    fields = df.schema.fields
+    _refuse_duplicate_names([field.name for field in fields])
+    positional = df.toDF(*[f"_c{index}" for index in range(len(fields))])
+    order = sorted(range(len(fields)), key=lambda index: fields[index].name)
+    columns = [
+        with_sorted_maps(F.col(f"_c{index}"), fields[index].dataType).alias(fields[index].name)
+        for index in order
+    ]
+    return positional.select(F.to_json(F.struct(*columns), CANONICAL_JSON_OPTIONS).alias("line"))
+
+
+def contains_map(kind: Any) -> bool:
+    """Whether a Spark type holds a map at any depth."""
+    from pyspark.sql import types as T
+
+    if isinstance(kind, T.MapType):
+        return True
+    if isinstance(kind, T.ArrayType):
+        return contains_map(kind.elementType)
+    if isinstance(kind, T.StructType):
+        return any(contains_map(field.dataType) for field in kind)
+    return False
+
+
+def with_sorted_maps(col: Any, kind: Any) -> Any:
+    """``col`` with every map inside it rebuilt with entries sorted by key; unchanged when none."""
+    from pyspark.sql import functions as F
+    from pyspark.sql import types as T
+
+    if not contains_map(kind):
+        return col
+    if isinstance(kind, T.ArrayType):
+        return F.transform(col, lambda element: with_sorted_maps(element, kind.elementType))
+    if isinstance(kind, T.StructType):
+        fields = [
+            with_sorted_maps(col.getField(field.name), field.dataType).alias(field.name)
+            for field in kind
+        ]
+        return F.when(col.isNotNull(), F.struct(*fields))
+    return _sorted_map(col, kind)
+
+
+def _sorted_map(col: Any, kind: Any) -> Any:
+    from pyspark.sql import functions as F
+
+    entries = F.map_entries(col)
+    if not contains_map(kind.valueType):
+        # Keys are unique, so ordering (key, value) structs orders by key alone.
+        return F.map_from_entries(F.sort_array(entries))
+    # A value holding a map cannot be ordered, so sort the rebuilt entries by key only.
+    rebuilt = F.transform(
+        entries,
+        lambda entry: F.struct(
+            entry.getField("key").alias("key"),
+            with_sorted_maps(entry.getField("value"), kind.valueType).alias("value"),
+        ),
+    )
+    by_key = F.array_sort(
+        rebuilt,
+        lambda left, right: (
+            F.when(left.getField("key") < right.getField("key"), F.lit(-1))
+            .when(left.getField("key") > right.getField("key"), F.lit(1))
+            .otherwise(F.lit(0))
+        ),
+    )
+    return F.map_from_entries(by_key)
+
+
+def _signed_lane(hex16: Any) -> Any:
+    from pyspark.sql import functions as F
+
+    return F.conv(hex16, 16, -10).cast("long")
+
+
+def _lane_piece(lane: Any, shift: int, bits: int) -> Any:
+    from pyspark.sql import functions as F
+
+    return F.shiftrightunsigned(lane, shift).bitwiseAND(F.lit((1 << bits) - 1))
+
+
+def _refuse_duplicate_names(names: Sequence[str]) -> None:
+    seen: set[str] = set()
+    duplicates = sorted({name for name in names if name in seen or seen.add(name)})
+    if duplicates:
+        raise ValueError(f"rows-v1 needs unique column names; duplicated: {duplicates}")

@@ -1,0 +1,475 @@
+"""The lineage store: one JSON file per run, on a local disk or any fsspec filesystem.
+
+Layout (the reference's, so ``ubunye lineage`` reads it)::
+
+    <root>/<usecase>/<package>/<task>/<run_id>.json
+
+where ``root`` is usually ``<usecase_dir>/.ubunye/lineage``.
+
+Names. Each of usecase, package, task and run id is one path segment. The store refuses a
+segment that could escape the root or break a path: empty, ``.``, ``..``, one holding ``/``,
+``\\``, NUL or another control character, or one longer than 255 UTF-8 bytes. Names that come
+from elsewhere (a Dagster asset key, a partition key) are made safe first with ``encode_name``:
+``A-Z a-z 0-9 _ -`` stay as they are and every other character becomes its UTF-8 bytes written
+``%XX`` with upper-case hex (``.`` is ``%2E``, ``%`` is ``%25``, ``/`` is ``%2F``, a space
+``%20``, ``é`` ``%C3%A9``). ``decode_name`` reverses it and refuses text ``encode_name`` could
+not have produced, so the two are exact inverses. An asset key becomes one task name with
+``task_name_for_key``: each part encoded, the parts joined with ``.`` (``["raw", "orders"]`` is
+``raw.orders``; ``["a.b"]`` is ``a%2Eb``), and ``key_for_task_name`` splits it back.
+
+Writes are atomic. On a local filesystem the record is written to a hidden temporary file beside
+its final name, flushed to disk, then renamed over it; on an object store it is one PUT. A crash
+or kill mid-write leaves the previous version (or nothing), never half a record, and writers in
+different processes never mix their bytes. A record that cannot be read is skipped by listings
+with an ``UnreadableRecordWarning`` naming its file.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import warnings
+from collections.abc import Iterable, Sequence
+from contextlib import suppress
+from datetime import date, datetime, timezone
+from itertools import groupby
+from os import PathLike
+from typing import Any
+
+from upath import UPath
+
+from ubunye_core.record import RunRecord
+
+#: Where a use case folder keeps its records.
+LINEAGE_SUBDIR = (".ubunye", "lineage")
+
+#: Longest name ``encode_name`` returns: room for a 36-character run id, a dot and ``.json``
+#: in one 255-byte file name.
+MAX_ENCODED_NAME = 200
+
+_MAX_SEGMENT_BYTES = 255
+_KEPT = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-")
+_HEX = "0123456789ABCDEF"
+_RECORD_SUFFIX = ".json"
+
+
+class LineageStoreError(Exception):
+    """A lineage store operation could not be done; the message says why."""
+
+
+class RecordNotFoundError(LineageStoreError, FileNotFoundError):
+    """No record fits the task and run id asked for."""
+
+
+class AmbiguousRunIdError(LineageStoreError, LookupError):
+    """A run id prefix fits more than one record; the message lists them."""
+
+
+class UnreadableRecordError(LineageStoreError, ValueError):
+    """A record file is not a readable run record (corrupt, truncated, not JSON)."""
+
+
+class UnreadableRecordWarning(UserWarning):
+    """A listing skipped a record file it could not read."""
+
+
+# --- names -----------------------------------------------------------------------------------
+
+
+def encode_name(text: str) -> str:
+    """Path-safe, reversible form of ``text``: ``[A-Za-z0-9_-]`` kept, all else as ``%XX`` bytes."""
+    if not isinstance(text, str):
+        raise TypeError(f"a name is text, not {type(text).__name__}")
+    if text == "":
+        raise ValueError("a name cannot be empty")
+    try:
+        raw = text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise ValueError(f"name {text!r} is not valid Unicode text: {exc}") from exc
+    pieces = []
+    for byte in raw:
+        char = chr(byte)
+        if byte < 0x80 and char in _KEPT:
+            pieces.append(char)
+        else:
+            pieces.append("%" + _HEX[byte >> 4] + _HEX[byte & 0xF])
+    encoded = "".join(pieces)
+    if len(encoded) > MAX_ENCODED_NAME:
+        raise ValueError(
+            f"name {text[:40]!r}... is too long: {len(encoded)} characters once encoded, "
+            f"the limit is {MAX_ENCODED_NAME}"
+        )
+    return encoded
+
+
+def decode_name(text: str) -> str:
+    """The name ``encode_name`` turned into ``text``; ValueError for text it could not produce."""
+    if text == "":
+        raise ValueError("an encoded name cannot be empty")
+    raw = bytearray()
+    i = 0
+    while i < len(text):
+        char = text[i]
+        if char in _KEPT:
+            raw.append(ord(char))
+            i += 1
+            continue
+        if char != "%":
+            raise ValueError(f"{text!r} is not an encoded name: {char!r} should be %-encoded")
+        pair = text[i + 1 : i + 3]
+        if len(pair) != 2 or any(c not in _HEX for c in pair):
+            raise ValueError(f"{text!r} is not an encoded name: bad escape at position {i}")
+        byte = int(pair, 16)
+        if byte < 0x80 and chr(byte) in _KEPT:
+            raise ValueError(f"{text!r} is not an encoded name: {chr(byte)!r} is never encoded")
+        raw.append(byte)
+        i += 3
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ValueError(f"{text!r} is not an encoded name: not UTF-8 ({exc})") from exc
+
+
+def task_name_for_key(parts: Sequence[str]) -> str:
+    """One task name for an asset key: each part ``encode_name``-d, joined with ``.``."""
+    if isinstance(parts, str):
+        raise TypeError("an asset key is a sequence of parts, not one string")
+    if not parts:
+        raise ValueError("an asset key needs at least one part")
+    return ".".join(encode_name(part) for part in parts)
+
+
+def key_for_task_name(name: str) -> list[str]:
+    """The asset key parts ``task_name_for_key`` joined into ``name``."""
+    return [decode_name(part) for part in name.split(".")]
+
+
+def check_segment(text: str, what: str = "name") -> str:
+    """``text`` unchanged when it is one safe path segment; ValueError naming the problem if not."""
+    if not isinstance(text, str) or text == "":
+        raise ValueError(f"{what} must be non-empty text, not {text!r}")
+    if text in (".", ".."):
+        raise ValueError(f"{what} {text!r} would leave its folder")
+    bad = sorted({c for c in text if c in "/\\" or ord(c) < 0x20 or ord(c) == 0x7F})
+    if bad:
+        raise ValueError(
+            f"{what} {text!r} holds {', '.join(repr(c) for c in bad)}, which cannot be in a path "
+            f"segment (encode it with encode_name)"
+        )
+    try:
+        size = len(text.encode("utf-8"))
+    except UnicodeEncodeError as exc:
+        raise ValueError(f"{what} {text!r} is not valid Unicode text") from exc
+    if size > _MAX_SEGMENT_BYTES:
+        raise ValueError(f"{what} {text[:40]!r}... is longer than {_MAX_SEGMENT_BYTES} bytes")
+    return text
+
+
+def split_task_path(task_path: str) -> tuple[str, str, str]:
+    """``usecase/package/task`` as its three checked parts."""
+    parts = task_path.strip("/").split("/") if isinstance(task_path, str) else []
+    if len(parts) != 3:
+        raise ValueError(f"a task path is 'usecase/package/task', not {task_path!r}")
+    usecase, package, task = parts
+    return (
+        check_segment(usecase, "usecase"),
+        check_segment(package, "package"),
+        check_segment(task, "task"),
+    )
+
+
+# --- time ------------------------------------------------------------------------------------
+
+
+def _instant(value: Any) -> datetime | None:
+    """An aware datetime for ISO text, a datetime or a date (naive ones taken as UTC); else None."""
+    if isinstance(value, datetime):
+        moment = value
+    elif isinstance(value, date):
+        moment = datetime(value.year, value.month, value.day)
+    elif isinstance(value, str):
+        text = value.strip()
+        # Python 3.10 reads no "Z" suffix; the reference writes "+00:00", Dagster users write "Z".
+        text = text[:-1] + "+00:00" if text[-1:] in ("Z", "z") else text
+        try:
+            moment = datetime.fromisoformat(text)
+        except ValueError:
+            return None
+    else:
+        return None
+    return moment if moment.tzinfo else moment.replace(tzinfo=timezone.utc)
+
+
+def _started_key(record: RunRecord) -> tuple[int, float, str]:
+    moment = _instant(record.started_at)
+    return (1, moment.timestamp(), "") if moment else (0, 0.0, record.started_at)
+
+
+def _entry_mtime(info: dict[str, Any]) -> float:
+    """Modification time from an fsspec listing entry; 0 when the filesystem gives none."""
+    for key in ("mtime", "LastModified", "last_modified", "updated", "modified", "created"):
+        value = info.get(key)
+        if value is None:
+            continue
+        if isinstance(value, (int, float)):
+            return float(value)
+        moment = _instant(value)
+        if moment is not None:
+            return moment.timestamp()
+    return 0.0
+
+
+# --- the store -------------------------------------------------------------------------------
+
+
+class LineageStore:
+    """Run records under one root folder (local path, ``UPath`` or fsspec URL like ``s3://b/x``)."""
+
+    def __init__(self, root: str | PathLike[str] | UPath) -> None:
+        path = UPath(root)
+        if self._is_local(path):
+            path = UPath(os.path.abspath(path.path))
+        self._root = path
+
+    @classmethod
+    def for_usecase_dir(cls, usecase_dir: str | PathLike[str] | UPath) -> LineageStore:
+        """The store of a use case folder: ``<usecase_dir>/.ubunye/lineage``."""
+        return cls(UPath(usecase_dir).joinpath(*LINEAGE_SUBDIR))
+
+    @property
+    def root(self) -> UPath:
+        """The folder holding ``<usecase>/<package>/<task>/<run_id>.json``."""
+        return self._root
+
+    def __repr__(self) -> str:
+        return f"LineageStore({str(self._root)!r})"
+
+    # paths
+
+    def task_dir(self, task_path: str) -> UPath:
+        """The folder of one task's records."""
+        return self._root.joinpath(*split_task_path(task_path))
+
+    def path_for(self, task_path: str, run_id: str) -> UPath:
+        """Where the record of ``run_id`` of ``task_path`` is (or would be) stored."""
+        check_segment(run_id, "run id")
+        file_name = check_segment(run_id + _RECORD_SUFFIX, "run id file name")
+        return self.task_dir(task_path) / file_name
+
+    # writing
+
+    def save(self, record: RunRecord) -> UPath:
+        """Write ``record`` atomically (replacing an earlier version of the same run); its path."""
+        expected = f"{record.usecase}/{record.package}/{record.task_name}"
+        if record.task_path.strip("/") != expected:
+            raise ValueError(
+                f"record task_path {record.task_path!r} does not match its usecase/package/"
+                f"task_name {expected!r}"
+            )
+        path = self.path_for(expected, record.run_id)
+        data = (record.to_json() + "\n").encode("utf-8")
+        if self._is_local(path):
+            _replace_local_file(path.path, data)
+        else:
+            with suppress(OSError, NotImplementedError):
+                path.parent.mkdir(parents=True, exist_ok=True)
+            # One PUT: an object store shows either the old object or the whole new one.
+            path.fs.pipe_file(path.path, data)
+        return path
+
+    # reading
+
+    def read(self, path: str | PathLike[str] | UPath) -> RunRecord:
+        """The record in one file; UnreadableRecordError naming the file when it is not one."""
+        target = UPath(path)
+        try:
+            text = target.read_bytes().decode("utf-8")
+        except FileNotFoundError as exc:
+            raise RecordNotFoundError(f"no record file at {target}") from exc
+        except (OSError, UnicodeDecodeError) as exc:
+            raise UnreadableRecordError(f"cannot read lineage record {target}: {exc}") from exc
+        try:
+            return RunRecord.from_json(text)
+        except ValueError as exc:
+            reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+            raise UnreadableRecordError(f"{target} is not a valid run record: {reason}") from exc
+
+    def load(self, task_path: str, run_id_or_prefix: str) -> RunRecord:
+        """One run of a task, by its run id or a prefix of it that fits exactly one run."""
+        prefix = check_segment(run_id_or_prefix, "run id")
+        folder = self.task_dir(task_path)
+        exact = folder / (prefix + _RECORD_SUFFIX)
+        if exact.exists():
+            return self.read(exact)
+        files = self._record_files(folder)
+        fits = sorted(p.name[: -len(_RECORD_SUFFIX)] for p, _ in files)
+        fits = [run_id for run_id in fits if run_id.startswith(prefix)]
+        if len(fits) > 1:
+            shown = ", ".join(fits[:10]) + (", ..." if len(fits) > 10 else "")
+            raise AmbiguousRunIdError(
+                f"run id {prefix!r} fits {len(fits)} runs of {task_path}: {shown}; "
+                f"give more characters"
+            )
+        if not fits:
+            where = "it has no records" if not files else f"{len(files)} runs, none match"
+            raise RecordNotFoundError(
+                f"no run {prefix!r} of task {task_path} in {self._root} ({where})"
+            )
+        return self.read(folder / (fits[0] + _RECORD_SUFFIX))
+
+    def list_runs(self, task_path: str, limit: int | None = None) -> list[RunRecord]:
+        """A task's runs, newest first (file modification time, then ``started_at``)."""
+        if limit is not None and limit < 0:
+            raise ValueError(f"limit must be 0 or more, not {limit}")
+        return self._newest_first(self._record_files(self.task_dir(task_path)), limit)
+
+    def latest(self, task_path: str) -> RunRecord | None:
+        """A task's newest run, or None when it has none."""
+        runs = self.list_runs(task_path, limit=1)
+        return runs[0] if runs else None
+
+    def search(
+        self,
+        task_path: str | None = None,
+        status: str | None = None,
+        since: str | date | datetime | None = None,
+        *,
+        task: str | None = None,
+    ) -> list[RunRecord]:
+        """Runs under ``task_path`` (``usecase``, ``usecase/package``, a whole task path, or None
+        for all), of task folders named ``task`` when given, with that status, started on or
+        after ``since``; newest first."""
+        since_at = _instant(since) if since is not None else None
+        if since is not None and since_at is None:
+            raise ValueError(f"since must be an ISO date or time, not {since!r}")
+        files = [
+            entry
+            for folder in self._task_folders(task_path, task)
+            for entry in self._record_files(folder)
+        ]
+        found = []
+        for record in self._newest_first(files, None):
+            if status is not None and record.status != status:
+                continue
+            if since_at is not None:
+                started = _instant(record.started_at)
+                if started is None or started < since_at:
+                    continue
+            found.append(record)
+        return found
+
+    def task_paths(
+        self, usecase: str | None = None, package: str | None = None, task: str | None = None
+    ) -> list[str]:
+        """Every ``usecase/package/task`` holding a folder, narrowed by the parts given; sorted."""
+        for part, what in ((usecase, "usecase"), (package, "package"), (task, "task")):
+            if part is not None:
+                check_segment(part, what)
+        found = []
+        for use in [usecase] if usecase else self._subdirs(self._root):
+            for pkg in [package] if package else self._subdirs(self._root / use):
+                for name in self._subdirs(self._root / use / pkg):
+                    if task is None or name == task:
+                        found.append(f"{use}/{pkg}/{name}")
+        return found
+
+    # internals
+
+    @staticmethod
+    def _is_local(path: UPath) -> bool:
+        protocol = path.fs.protocol
+        protocols = (protocol,) if isinstance(protocol, str) else tuple(protocol)
+        return "file" in protocols or "local" in protocols
+
+    def _listing(self, folder: UPath) -> list[dict[str, Any]]:
+        try:
+            return list(folder.fs.ls(folder.path, detail=True))
+        except (FileNotFoundError, NotADirectoryError):
+            return []
+
+    def _subdirs(self, folder: UPath) -> list[str]:
+        names = []
+        for info in self._listing(folder):
+            if info.get("type") == "directory":
+                name = str(info["name"]).rstrip("/").rsplit("/", 1)[-1]
+                if name and name not in (".", ".."):
+                    names.append(name)
+        return sorted(names)
+
+    def _record_files(self, folder: UPath) -> list[tuple[UPath, float]]:
+        files = []
+        for info in self._listing(folder):
+            name = str(info["name"]).rstrip("/").rsplit("/", 1)[-1]
+            if info.get("type") == "file" and name.endswith(_RECORD_SUFFIX):
+                files.append((folder / name, _entry_mtime(info)))
+        return files
+
+    def _task_folders(self, task_path: str | None, task: str | None) -> list[UPath]:
+        parts = [p for p in (task_path or "").strip("/").split("/") if p]
+        if len(parts) > 3:
+            raise ValueError(f"a task path is 'usecase/package/task', not {task_path!r}")
+        wanted = dict(zip(("usecase", "package", "task"), parts, strict=False))
+        if task is not None and wanted.setdefault("task", task) != task:
+            return []
+        return [self.task_dir(tp) for tp in self.task_paths(**wanted)]
+
+    def _newest_first(
+        self, files: Iterable[tuple[UPath, float]], limit: int | None
+    ) -> list[RunRecord]:
+        ordered = sorted(files, key=lambda entry: entry[1], reverse=True)
+        records: list[RunRecord] = []
+        for _, group in groupby(ordered, key=lambda entry: entry[1]):
+            if limit is not None and len(records) >= limit:
+                break
+            same_time = []
+            for path, _ in group:
+                record = self._read_or_warn(path)
+                if record is not None:
+                    same_time.append(record)
+            records.extend(sorted(same_time, key=_started_key, reverse=True))
+        return records if limit is None else records[:limit]
+
+    def _read_or_warn(self, path: UPath) -> RunRecord | None:
+        try:
+            return self.read(path)
+        except LineageStoreError as exc:
+            warnings.warn(
+                f"skipped an unreadable lineage record: {exc}",
+                UnreadableRecordWarning,
+                stacklevel=4,
+            )
+            return None
+
+
+def _replace_local_file(target: str, data: bytes) -> None:
+    """Write ``data`` to a hidden file beside ``target``, flush it to disk, rename it over."""
+    folder, name = os.path.split(target)
+    os.makedirs(folder, exist_ok=True)
+    temp = os.path.join(folder, f".{name}.{os.getpid()}.{secrets.token_hex(6)}.tmp")
+    # O_EXCL: two writers never share a temporary file; 0o666 lets the umask decide, as for
+    # any new file (mkstemp would make it owner-only).
+    fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0), 0o666)
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(temp, target)
+    except BaseException:
+        with suppress(OSError):
+            os.unlink(temp)
+        raise
+    _sync_folder(folder)
+
+
+def _sync_folder(folder: str) -> None:
+    """Make the rename itself durable where the platform allows opening a folder."""
+    try:
+        fd = os.open(folder, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        with suppress(OSError):
+            os.fsync(fd)
+    finally:
+        os.close(fd)

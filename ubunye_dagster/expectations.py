@@ -1,0 +1,320 @@
+"""Expectations declared on an asset and checked on its rows before they are written.
+
+Declared in the asset's metadata under ``ubunye/expectations``, a list of rules, each with exactly
+one kind::
+
+    {"not_null": "order_id"}
+    {"unique": ["order_id"], "severity": "warn"}
+    {"between": {"column": "amount", "min": 0, "max": 10000}}
+    {"one_of": {"column": "status", "values": ["open", "paid"]}}
+    {"row_count": {"min": 1, "max": 1000000}}
+
+``severity`` is ``fail`` (the default: the write is stopped, the previous data stays) or ``warn``
+(reported only). A null passes every rule but ``not_null``; in a float column NaN counts as
+missing, as null does. Every rule's result, passed or not, goes into the run record and the
+materialisation metadata, in the record's entry shape: ``output, rule, kind, severity, column,
+failed, total, passed``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any, Literal, Protocol
+
+from pydantic import BaseModel, ConfigDict, ValidationError, field_validator, model_validator
+
+RULE_KINDS = ("not_null", "unique", "between", "one_of", "row_count")
+
+
+class ExpectationError(ValueError):
+    """A rule that cannot be checked as declared (bad shape, unknown column, wrong column type)."""
+
+
+class ExpectationFailed(Exception):
+    """Rules of severity ``fail`` were broken; nothing was written."""
+
+    def __init__(self, output: str, broken: Sequence[Mapping[str, Any]]):
+        self.output = output
+        self.broken = [dict(entry) for entry in broken]
+        lines = "; ".join(
+            f"{entry['rule']} ({entry['kind']}) broken by {entry['failed']} of {entry['total']} rows"
+            for entry in self.broken
+        )
+        super().__init__(
+            f"{output}: expectations failed, nothing was written and the previous data is "
+            f"unchanged: {lines}"
+        )
+
+
+class Between(BaseModel):
+    """Values of ``column`` lie in ``[min, max]``; either bound may be left out."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    column: str
+    min: float | None = None
+    max: float | None = None
+
+    @model_validator(mode="after")
+    def _a_bound(self) -> Between:
+        if self.min is None and self.max is None:
+            raise ValueError("'between' needs 'min', 'max' or both")
+        return self
+
+
+class OneOf(BaseModel):
+    """Values of ``column`` come from ``values``."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    column: str
+    values: list[Any]
+
+
+class RowCount(BaseModel):
+    """The number of rows lies in ``[min, max]``; either bound may be left out."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    min: int | None = None
+    max: int | None = None
+
+
+class Rule(BaseModel):
+    """One declared expectation: exactly one kind, a severity, a name (default ``<column>_<kind>``)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str = ""
+    severity: Literal["fail", "warn"] = "fail"
+    not_null: str | None = None
+    unique: list[str] | None = None
+    between: Between | None = None
+    one_of: OneOf | None = None
+    row_count: RowCount | None = None
+
+    @field_validator("unique", mode="before")
+    @classmethod
+    def _unique_as_list(cls, value: Any) -> Any:
+        return [value] if isinstance(value, str) else value
+
+    @property
+    def kind(self) -> str:
+        """Which of the rule kinds this rule is."""
+        return next(kind for kind in RULE_KINDS if getattr(self, kind) is not None)
+
+    @property
+    def column(self) -> str | None:
+        """The column (or ``a, b`` columns) the rule reads; None for ``row_count``."""
+        spec = getattr(self, self.kind)
+        if isinstance(spec, str):
+            return spec
+        if isinstance(spec, list):
+            return ", ".join(spec)
+        return getattr(spec, "column", None)
+
+    @model_validator(mode="after")
+    def _exactly_one_kind(self) -> Rule:
+        kinds = [kind for kind in RULE_KINDS if getattr(self, kind) is not None]
+        if len(kinds) != 1:
+            raise ValueError(
+                f"a rule needs exactly one of {', '.join(RULE_KINDS)}; got {', '.join(kinds) or 'none'}"
+            )
+        if self.unique is not None and not self.unique:
+            raise ValueError("'unique' needs at least one column")
+        if not self.name:
+            column = (self.column or "").replace(", ", "_")
+            self.name = f"{column}_{kinds[0]}" if column else kinds[0]
+        return self
+
+
+def parse_rules(declared: Any, *, where: str = "ubunye/expectations") -> list[Rule]:
+    """Rules from asset metadata (a list of mappings, possibly wrapped in a JSON metadata value)."""
+    if declared is None:
+        return []
+    declared = getattr(declared, "value", declared)  # a dg.MetadataValue.json(...) wrapper
+    if isinstance(declared, Mapping) or not isinstance(declared, Sequence) or isinstance(
+        declared, str
+    ):
+        raise ExpectationError(f"{where} is a list of rules, not {type(declared).__name__}")
+    rules = []
+    for position, entry in enumerate(declared):
+        try:
+            rules.append(Rule.model_validate(entry))
+        except ValidationError as exc:
+            problems = "; ".join(
+                f"{'.'.join(str(p) for p in err['loc']) or 'rule'}: {err['msg']}"
+                for err in exc.errors()
+            )
+            raise ExpectationError(f"{where}[{position}] is not a valid rule: {problems}") from None
+    names = [rule.name for rule in rules]
+    repeated = sorted({name for name in names if names.count(name) > 1})
+    if repeated:
+        raise ExpectationError(f"{where}: rule names must differ; repeated: {', '.join(repeated)}")
+    return rules
+
+
+class RuleCounter(Protocol):
+    """What a frame engine answers so the rules can be judged without knowing the engine."""
+
+    def total(self) -> int:
+        """Rows in the frame."""
+
+    def column_kinds(self) -> Mapping[str, str]:
+        """Each column's canonical type name (``int64``, ``float64``, ``string``, ...)."""
+
+    def count_missing(self, column: str) -> int:
+        """Rows where ``column`` is null, or NaN in a float column."""
+
+    def count_outside(self, column: str, low: float | None, high: float | None) -> int:
+        """Rows where ``column`` is below ``low`` or above ``high`` (null and NaN are not counted)."""
+
+    def count_not_in(self, column: str, values: Sequence[Any]) -> int:
+        """Rows where ``column`` has a value outside ``values`` (null and NaN are not counted)."""
+
+    def count_duplicated(self, columns: Sequence[str]) -> int:
+        """Rows whose values in ``columns`` are shared with at least one other row."""
+
+
+_NUMERIC_PREFIXES = ("int", "uint", "float", "decimal")
+
+
+def _check_columns(rule: Rule, kinds: Mapping[str, str], output: str) -> None:
+    spec = getattr(rule, rule.kind)
+    columns = spec if isinstance(spec, list) else [rule.column] if rule.column else []
+    for column in columns:
+        if column not in kinds:
+            known = ", ".join(kinds) or "none"
+            raise ExpectationError(
+                f"{output}: rule '{rule.name}' ({rule.kind}) names column '{column}', which the "
+                f"output does not have (columns: {known})"
+            )
+    if rule.between is not None and not kinds[rule.between.column].startswith(_NUMERIC_PREFIXES):
+        raise ExpectationError(
+            f"{output}: rule '{rule.name}' (between) needs a numeric column; "
+            f"'{rule.between.column}' is {kinds[rule.between.column]}"
+        )
+
+
+def check_rules(rules: Sequence[Rule], counter: RuleCounter, output: str) -> list[dict[str, Any]]:
+    """Judge every rule; one record entry per rule, passed or not, in declaration order."""
+    if not rules:
+        return []
+    kinds = counter.column_kinds()
+    for rule in rules:
+        _check_columns(rule, kinds, output)
+    total = counter.total()
+    results = []
+    for rule in rules:
+        if rule.not_null is not None:
+            failed = counter.count_missing(rule.not_null)
+        elif rule.unique is not None:
+            failed = counter.count_duplicated(rule.unique)
+        elif rule.between is not None:
+            failed = counter.count_outside(rule.between.column, rule.between.min, rule.between.max)
+        elif rule.one_of is not None:
+            failed = counter.count_not_in(rule.one_of.column, rule.one_of.values)
+        else:
+            low, high = rule.row_count.min, rule.row_count.max  # type: ignore[union-attr]
+            outside = (low is not None and total < low) or (high is not None and total > high)
+            failed = 1 if outside else 0
+        results.append(
+            {
+                "output": output,
+                "rule": rule.name,
+                "kind": rule.kind,
+                "severity": rule.severity,
+                "column": rule.column,
+                "failed": int(failed),
+                "total": int(total),
+                "passed": failed == 0,
+            }
+        )
+    return results
+
+
+def broken_fail_rules(results: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+    """The results that stop a write: not passed, severity ``fail``."""
+    return [entry for entry in results if not entry["passed"] and entry["severity"] == "fail"]
+
+
+class ArrowRuleCounter:
+    """Rule counts over a pyarrow Table, with pyarrow.compute (no copy of the data)."""
+
+    def __init__(self, table: Any, column_kinds: Mapping[str, str]):
+        self._table = table
+        self._kinds = dict(column_kinds)
+
+    def total(self) -> int:
+        return int(self._table.num_rows)
+
+    def column_kinds(self) -> Mapping[str, str]:
+        return self._kinds
+
+    def _column(self, name: str) -> Any:
+        import pyarrow as pa
+
+        column = self._table.column(name)
+        if pa.types.is_dictionary(column.type):
+            column = column.cast(column.type.value_type)
+        return column
+
+    def _is_float(self, name: str) -> bool:
+        return self._kinds.get(name, "").startswith("float")
+
+    @staticmethod
+    def _count_true(mask: Any) -> int:
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        return int(pc.sum(pc.cast(pc.fill_null(mask, False), pa.int64())).as_py() or 0)
+
+    def count_missing(self, column: str) -> int:
+        import pyarrow.compute as pc
+
+        values = self._column(column)
+        if not self._is_float(column):
+            return int(values.null_count)
+        return self._count_true(pc.is_null(values, nan_is_null=True))
+
+    def count_outside(self, column: str, low: float | None, high: float | None) -> int:
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        values = self._column(column)
+        if pa.types.is_decimal(values.type):
+            values = values.cast(pa.float64())
+        parts = []
+        if low is not None:
+            parts.append(pc.less(values, pa.scalar(low, pa.float64())))
+        if high is not None:
+            parts.append(pc.greater(values, pa.scalar(high, pa.float64())))
+        mask = parts[0] if len(parts) == 1 else pc.or_(parts[0], parts[1])
+        return self._count_true(mask)  # NaN compares false both ways, so it is never counted
+
+    def count_not_in(self, column: str, values: Sequence[Any]) -> int:
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        data = self._column(column)
+        try:
+            allowed = pa.array(list(values), type=data.type)
+        except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, ValueError) as exc:
+            raise ExpectationError(
+                f"one_of on '{column}': the values {list(values)!r} are not all of the column's "
+                f"type {data.type} ({exc})"
+            ) from None
+        outside = pc.invert(pc.is_in(data, value_set=allowed))
+        present = pc.invert(pc.is_null(data, nan_is_null=self._is_float(column)))
+        return self._count_true(pc.and_(outside, present))
+
+    def count_duplicated(self, columns: Sequence[str]) -> int:
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        if self._table.num_rows == 0:
+            return 0
+        keys = pa.table({f"k{i}": self._column(name) for i, name in enumerate(columns)})
+        groups = keys.group_by(keys.column_names).aggregate([([], "count_all")])
+        counts = groups.column("count_all")
+        return int(pc.sum(pc.filter(counts, pc.greater(counts, 1))).as_py() or 0)

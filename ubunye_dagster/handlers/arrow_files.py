@@ -1,0 +1,233 @@
+"""Parquet on a UPath through Arrow, written atomically, for the pandas, pyarrow and polars handlers.
+
+Local: the file is written beside its target under a hidden temporary name and renamed over it
+(one atomic rename). Object stores: the file is built in memory and sent with one put, so a reader
+sees the old object or the new one, never part of one.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import uuid
+from collections.abc import Mapping
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from ubunye_dagster.handlers.base import SIDECAR_NAME
+
+#: Prefix of temporary names; never a materialisation's own name.
+TEMP_MARK = ".ubunye-tmp-"
+#: Columns pandas adds for an unnamed index; they are not the asset's columns.
+_INDEX_PREFIX = "__index_level_"
+
+
+def is_local(path: Any) -> bool:
+    """True when ``path`` (a UPath) is on the local file system."""
+    return getattr(path, "protocol", "") in ("", "file", "local")
+
+
+def native_path(path: Any) -> str:
+    """The path as its file system names it (an absolute path locally, bucket/key remotely)."""
+    return str(path) if is_local(path) else path.path
+
+
+def temporary_sibling(path: Any) -> Any:
+    """A fresh hidden name in the same folder as ``path``, for staging a write."""
+    return path.parent / f"{TEMP_MARK}{uuid.uuid4().hex}-{path.name}"
+
+
+def _write_parquet(table: pa.Table, sink: Any) -> None:
+    """Write ``table`` as Parquet to ``sink`` (a path or a file object)."""
+    pq.write_table(table, sink)
+
+
+def with_notes(table: pa.Table, notes: Mapping[str, str]) -> pa.Table:
+    """``table`` with ``notes`` added to its schema metadata (kept in the Parquet footer)."""
+    metadata = dict(table.schema.metadata or {})
+    metadata.update({key.encode(): str(value).encode() for key, value in notes.items()})
+    return table.replace_schema_metadata(metadata)
+
+
+def remove_path(path: Any) -> None:
+    """Delete a file or folder if it is there."""
+    fs = path.fs
+    target = native_path(path) if is_local(path) else path.path
+    if fs.exists(target):
+        fs.rm(target, recursive=fs.isdir(target))
+
+
+def replace_local(staged: str, final: str) -> None:
+    """Move ``staged`` to ``final`` on one local file system, replacing what is there.
+
+    A file replaces a file in one atomic rename. A folder cannot be renamed over a folder, so the
+    old one is first moved aside (both renames are atomic), then deleted.
+    """
+    if os.path.isdir(final):
+        aside = os.path.join(os.path.dirname(final), f"{TEMP_MARK}old-{uuid.uuid4().hex}")
+        os.rename(final, aside)
+        try:
+            os.rename(staged, final)
+        except BaseException:
+            os.rename(aside, final)
+            raise
+        import shutil
+
+        shutil.rmtree(aside, ignore_errors=True)
+    else:
+        os.replace(staged, final)
+
+
+def write_table_atomically(table: pa.Table, path: Any, notes: Mapping[str, str]) -> None:
+    """Write ``table`` as one Parquet file at ``path``; a failure leaves the previous file intact."""
+    table = with_notes(table, notes)
+    if is_local(path):
+        final = str(path)
+        os.makedirs(os.path.dirname(final), exist_ok=True)
+        staged = str(temporary_sibling(path))
+        try:
+            _write_parquet(table, staged)
+            replace_local(staged, final)
+        except BaseException:
+            if os.path.exists(staged):
+                os.remove(staged)
+            raise
+        return
+    buffer = io.BytesIO()
+    _write_parquet(table, buffer)
+    fs = path.fs
+    if fs.exists(path.path) and fs.isdir(path.path):
+        fs.rm(path.path, recursive=True)  # an earlier folder-shaped (Spark) materialisation
+    fs.makedirs(path.parent.path, exist_ok=True)
+    fs.pipe_file(path.path, buffer.getvalue())
+
+
+def read_table(path: Any) -> pa.Table:
+    """The Parquet file, or folder of part files, at ``path`` as one Arrow table."""
+    if is_local(path):
+        if not os.path.exists(str(path)):
+            raise FileNotFoundError(f"no materialisation at {path}")
+        return pq.read_table(str(path))
+    if not path.fs.exists(path.path):
+        raise FileNotFoundError(f"no materialisation at {path}")
+    return pq.read_table(path.path, filesystem=path.fs)
+
+
+def stored_notes(table: pa.Table, path: Any) -> dict[str, str]:
+    """What the writer left beside the data: Parquet footer metadata, or a folder's sidecar."""
+    notes = {
+        key.decode(): value.decode()
+        for key, value in (table.schema.metadata or {}).items()
+        if key.startswith(b"ubunye.")
+    }
+    if notes:
+        return notes
+    return read_sidecar(path)
+
+
+def read_sidecar(path: Any) -> dict[str, str]:
+    """The sidecar notes of a folder-shaped materialisation; empty when there are none."""
+    sidecar = path / SIDECAR_NAME
+    try:
+        if is_local(path):
+            with open(str(sidecar), encoding="utf-8") as handle:
+                return dict(json.load(handle))
+        with sidecar.fs.open(sidecar.path, "r") as handle:
+            return dict(json.load(handle))
+    except (FileNotFoundError, NotADirectoryError, IsADirectoryError, ValueError):
+        return {}
+
+
+def without_index_columns(table: pa.Table) -> pa.Table:
+    """``table`` without the columns pandas adds for an unnamed index."""
+    extra = [name for name in table.column_names if name.startswith(_INDEX_PREFIX)]
+    return table.drop_columns(extra) if extra else table
+
+
+def _index_field_names(table: pa.Table) -> tuple[list[str], list[str]]:
+    """The stored pandas index columns of ``table``: (named ones, unnamed ones)."""
+    meta = table.schema.pandas_metadata or {}
+    stored = {name for name in meta.get("index_columns", []) if isinstance(name, str)}
+    named, unnamed = [], []
+    for column in meta.get("columns", []):
+        if column.get("field_name") in stored:
+            (named if column.get("name") is not None else unnamed).append(column["field_name"])
+    return named, unnamed
+
+
+def pandas_view(table: pa.Table) -> pa.Table:
+    """A table written from a pandas frame, as rows-v1 sees that frame (without converting back).
+
+    The same preparation ``ubunye_core`` gives a pandas frame, done on the Arrow columns: an
+    unnamed index is left out, a named one is kept as columns; categories become their values'
+    type; null and large_string become string; a naive datetime is a UTC instant; every
+    timestamp is cut to microseconds. Raises ValueError for an index that is partly named,
+    which only the pandas path itself prepares faithfully.
+    """
+    from ubunye_core.hashing.frames import wall_time_to_instant
+
+    named, unnamed = _index_field_names(table)
+    if named and unnamed:
+        raise ValueError("an index with named and unnamed levels")
+    if unnamed:
+        table = table.drop_columns(unnamed)
+    fields, columns = [], []
+    for field, column in zip(table.schema, table.columns, strict=True):
+        kind = field.type
+        if pa.types.is_dictionary(kind):
+            column, kind = column.cast(kind.value_type), kind.value_type
+        if pa.types.is_null(kind) or pa.types.is_large_string(kind) or pa.types.is_string_view(kind):
+            column, kind = column.cast(pa.string()), pa.string()
+        if pa.types.is_timestamp(kind):
+            if kind.tz is None:
+                column = wall_time_to_instant(column, "UTC")
+            column = column.cast(pa.timestamp("us", tz="UTC"), safe=False)
+            kind = column.type
+        fields.append(field.with_type(kind))
+        columns.append(column)
+    return pa.table(columns, schema=pa.schema(fields))
+
+
+def fingerprint_stored(table: pa.Table, writer: str | None) -> Any:
+    """rows-v1 of a stored table under its writer's rules (pandas rules for pandas); never raises.
+
+    When the writer is not known, a table that carries pandas metadata is taken as pandas'.
+    """
+    from ubunye_core.hashing import fingerprint, fingerprint_arrow
+
+    if writer == "pandas" or (writer is None and table.schema.pandas_metadata is not None):
+        try:
+            view = pandas_view(table)
+        except ValueError:
+            return fingerprint(table.to_pandas())
+        except Exception as exc:  # the honest-failure path of the hash itself
+            from ubunye_core.hashing.fingerprint import failed_fingerprint
+
+            return failed_fingerprint(table, exc)
+        return fingerprint_arrow(view)
+    return fingerprint_arrow(table)
+
+
+def stored_writer_notes(path: Any) -> dict[str, str]:
+    """The writer's notes: a folder's sidecar, or a single file's Parquet footer."""
+    notes = read_sidecar(path)
+    if notes:
+        return notes
+    try:
+        import pyarrow.parquet as pq
+
+        if is_local(path):
+            schema = pq.read_schema(str(path))
+        else:
+            with path.fs.open(path.path, "rb") as handle:
+                schema = pq.read_schema(handle)
+    except Exception:  # a folder without sidecar, or not Parquet: nothing is known
+        return {}
+    return {
+        key.decode(): value.decode()
+        for key, value in (schema.metadata or {}).items()
+        if key.startswith(b"ubunye.")
+    }

@@ -1,0 +1,129 @@
+"""What a frame library's handler offers the IO manager: stage a write, commit it, load a read.
+
+A write is staged first (converted, or for Spark written to a temporary folder), hashed and
+checked against the asset's expectations, and only then committed into place, so a write that
+fails or is refused leaves the previous materialisation as it was.
+"""
+
+from __future__ import annotations
+
+import time
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+from ubunye_core.hashing.digest import Fingerprint
+
+from ubunye_dagster.expectations import RuleCounter
+
+#: Parquet footer / sidecar keys that say who wrote a materialisation and what it hashed to.
+WRITER_KEY = "ubunye.writer"
+DATA_HASH_KEY = "ubunye.data_hash"
+SCHEMA_HASH_KEY = "ubunye.schema_hash"
+#: The sidecar a folder-shaped (Spark) materialisation carries; readers skip ``_`` files.
+SIDECAR_NAME = "_ubunye.json"
+
+
+def type_is(cls: type, library: str, names: Sequence[str]) -> bool:
+    """True when ``cls`` (or a base) is one of ``names`` from ``library``; imports nothing."""
+    for klass in getattr(cls, "__mro__", ()):
+        module = (getattr(klass, "__module__", "") or "").split(".")[0]
+        if module == library and klass.__name__ in names:
+            return True
+    return False
+
+
+@dataclass
+class Stopwatch:
+    """Seconds spent in timed blocks, summed."""
+
+    seconds: float = 0.0
+
+    @contextmanager
+    def timing(self) -> Iterator[None]:
+        started = time.perf_counter()
+        try:
+            yield
+        finally:
+            self.seconds += time.perf_counter() - started
+
+
+class StagedWrite(ABC):
+    """A frame ready to be written to one location; nothing is visible there before ``commit``."""
+
+    #: What the data is stored as, for the record's ``format`` (e.g. ``parquet``).
+    format: ClassVar[str] = "parquet"
+
+    def __init__(self, location: str):
+        self.location = location
+        self.write_watch = Stopwatch()
+
+    @abstractmethod
+    def fingerprint(self) -> Fingerprint:
+        """rows-v1 of exactly the rows that will be (or were) written; never raises."""
+
+    @abstractmethod
+    def schema_pairs(self) -> list[tuple[str, str]]:
+        """``(column, canonical type)`` pairs of the rows, in the frame's order."""
+
+    @abstractmethod
+    def rule_counter(self) -> RuleCounter:
+        """Counts the expectation rules need, over the rows to be written."""
+
+    @abstractmethod
+    def commit(self, notes: Mapping[str, str]) -> None:
+        """Put the rows in place atomically, with ``notes`` (who wrote it, its hash) beside them."""
+
+    @abstractmethod
+    def discard(self) -> None:
+        """Leave nothing of this write behind; the previous data stays as it was."""
+
+
+@dataclass
+class LoadedFrame:
+    """One stored materialisation loaded for a step: the frame and how to hash what was read."""
+
+    frame: Any
+    read_seconds: float
+    #: rows-v1 of what was read, under the writer's rules; computed only when called.
+    fingerprint: Callable[[], Fingerprint]
+    #: ``materialised`` when the hashed rows are the frame the step gets, ``recomputed`` when
+    #: hashing reads the data again (a lazy Spark frame).
+    hash_basis: str
+    #: Who wrote it (``pandas``, ``pyarrow``, ``polars``, ``spark``) when the data says so.
+    writer: str | None = None
+    #: The data hash stored beside the data when it was written, when there is one.
+    stored_data_hash: str | None = None
+    #: The schema hash stored beside the data when it was written, when there is one.
+    stored_schema_hash: str | None = None
+    #: False when this reader's hash may legitimately differ from the writer's (another engine
+    #: reads some types differently); then only a schema-level match is held against the writer.
+    same_rules_as_writer: bool = True
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+class FrameHandler(ABC):
+    """One frame library's way to stage writes and load reads, through Parquet."""
+
+    #: The handler's name, also written beside the data as its writer (``pandas``, ``spark``...).
+    kind: ClassVar[str]
+    #: The record's ``backend`` for steps that write with this handler.
+    backend: ClassVar[str]
+
+    @abstractmethod
+    def accepts_type(self, cls: type) -> bool:
+        """True when frames of type ``cls`` are this handler's."""
+
+    def accepts(self, obj: Any) -> bool:
+        """True when ``obj`` is one of this handler's frames."""
+        return self.accepts_type(type(obj))
+
+    @abstractmethod
+    def stage(self, obj: Any, path: Any, context: Any) -> StagedWrite:
+        """Prepare ``obj`` to be written at ``path`` (a UPath); nothing is visible there yet."""
+
+    @abstractmethod
+    def load(self, path: Any, context: Any, as_type: type | None = None) -> LoadedFrame:
+        """Read the materialisation at ``path`` as this handler's frame (``as_type`` when given)."""

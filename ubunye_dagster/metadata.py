@@ -1,0 +1,112 @@
+"""The receipt as Dagster metadata: fixed key names and a run record's output -> metadata entries.
+
+The drift sensor and the end-to-end test read these keys, so they never change meaning. A value
+that is not known is left out (never filled with a stand-in): a failed hash shows
+``ubunye/hash_error`` and no ``ubunye/data_hash``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import dagster as dg
+
+from ubunye_core.record import RunRecord, StepRecord
+
+DATA_HASH = "ubunye/data_hash"
+SCHEMA_HASH = "ubunye/schema_hash"
+#: The row count is Dagster's own key, so the UI's row count column shows it.
+ROW_COUNT = "dagster/row_count"
+HASH_METHOD = "ubunye/hash_method"
+HASH_SECONDS = "ubunye/hash_seconds"
+#: Present only when the hash failed; says why there is no data hash.
+HASH_ERROR = "ubunye/hash_error"
+CODE_HASH = "ubunye/code_hash"
+ENVIRONMENT_HASH = "ubunye/environment_hash"
+RECORD_PATH = "ubunye/record_path"
+TASK_PATH = "ubunye/task_path"
+#: The run record's run id (the Dagster run id, plus the encoded partition for a partition).
+RUN_ID = "ubunye/run_id"
+#: JSON: ``{input name: {"asset_key", "data_hash", "row_count", "hash_error"}}``.
+INPUTS = "ubunye/inputs"
+PARTITION = "ubunye/partition"
+#: JSON list: every expectation checked on this output, passed or not (record entries).
+EXPECTATION_RESULTS = "ubunye/expectation_results"
+URI = "dagster/uri"
+COLUMN_SCHEMA = "dagster/column_schema"
+
+#: Asset definition metadata read by the IO manager (not written on materialisations).
+EXPECTATIONS = "ubunye/expectations"
+#: Asset definition metadata: the folder (or ``.py`` file) whose code is hashed into code_hash.
+CODE_FOLDER = "ubunye/code_folder"
+
+#: Where an input came from, in the record and in ``ubunye/inputs``: its asset key as ``a/b``.
+INPUT_ASSET_KEY = "asset_key"
+
+
+def column_schema(pairs: Sequence[tuple[str, str]]) -> dg.TableSchema:
+    """A Dagster table schema from ``(column, canonical type)`` pairs, in the frame's order."""
+    return dg.TableSchema(
+        columns=[dg.TableColumn(name=str(name), type=str(kind)) for name, kind in pairs]
+    )
+
+
+def inputs_summary(
+    inputs: Sequence[StepRecord], asset_keys: Mapping[str, str | None]
+) -> dict[str, dict[str, Any]]:
+    """The ``ubunye/inputs`` document: each input's asset key, data hash, row count and hash error."""
+    return {
+        step.name: {
+            "asset_key": asset_keys.get(step.name),
+            "data_hash": step.data_hash,
+            "row_count": step.row_count,
+            "hash_error": step.hash_error,
+        }
+        for step in inputs
+    }
+
+
+def output_metadata(
+    record: RunRecord,
+    output: StepRecord,
+    *,
+    record_path: str,
+    input_asset_keys: Mapping[str, str | None],
+    schema_pairs: Sequence[tuple[str, str]] | None = None,
+    partition_key: str | None = None,
+    expectation_results: Sequence[Mapping[str, Any]] = (),
+) -> dict[str, Any]:
+    """The metadata of one materialisation, from its record and the output step it wrote."""
+    entries: dict[str, Any] = {}
+    if output.data_hash is not None:
+        entries[DATA_HASH] = output.data_hash
+    if output.schema_hash is not None:
+        entries[SCHEMA_HASH] = output.schema_hash
+    if output.row_count is not None:
+        entries[ROW_COUNT] = dg.MetadataValue.int(int(output.row_count))
+    if output.hash_method is not None:
+        entries[HASH_METHOD] = output.hash_method
+    if output.hash_seconds is not None:
+        entries[HASH_SECONDS] = dg.MetadataValue.float(float(output.hash_seconds))
+    if output.hash_error is not None:
+        entries[HASH_ERROR] = output.hash_error
+    if record.code_hash is not None:
+        entries[CODE_HASH] = record.code_hash
+    if record.environment_hash is not None:
+        entries[ENVIRONMENT_HASH] = record.environment_hash
+    entries[RECORD_PATH] = dg.MetadataValue.path(record_path)
+    entries[TASK_PATH] = record.task_path
+    entries[RUN_ID] = record.run_id
+    entries[INPUTS] = dg.MetadataValue.json(inputs_summary(record.inputs, input_asset_keys))
+    if partition_key is not None:
+        entries[PARTITION] = str(partition_key)
+    if expectation_results:
+        entries[EXPECTATION_RESULTS] = dg.MetadataValue.json(
+            [dict(entry) for entry in expectation_results]
+        )
+    if output.location:
+        entries[URI] = output.location
+    if schema_pairs:
+        entries[COLUMN_SCHEMA] = dg.MetadataValue.table_schema(column_schema(schema_pairs))
+    return entries

@@ -1,0 +1,580 @@
+"""One step's run records, assembled from what the step loaded and wrote.
+
+Dagster calls the IO manager once per input and once per output, and never after the asset's
+function fails, so the step's evidence is gathered in a *step session* (one per Dagster run and
+step, in this process) that the IO manager and ``UbunyeResource`` share:
+
+- each input loaded is hashed and added, with its read timing;
+- the first load saves each of the step's assets a record with status ``running`` (so even a
+  killed process leaves a trace);
+- each output written completes its asset's record (``success``, or ``error`` when the write
+  or an expectation failed);
+- when the run's resources are torn down (Dagster does this whether or not the step failed),
+  records still open are finished: ``error`` with the step's exception text, masked, when the
+  step failed; otherwise the asset was stored by another IO manager (``success`` with the inputs)
+  or not emitted at all (the ``running`` record is removed).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import inspect
+import json
+import threading
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+from ubunye_core.evidence import code_hash, environment, environment_hash
+from ubunye_core.record import RunRecord, StepRecord
+from ubunye_core.store import LineageStore
+
+from ubunye_dagster.identity import RecordIdentity
+from ubunye_dagster.masking import mask_error, mask_tags
+
+ENGINE_NAME = "ubunye-dagster"
+
+
+@lru_cache(maxsize=1)
+def engine_version() -> str:
+    """``ubunye-dagster <version>``, the record's ``engine_version``."""
+    try:
+        from importlib.metadata import version
+
+        return f"{ENGINE_NAME} {version(ENGINE_NAME)}"
+    except Exception:  # running from a source tree that is not installed
+        from ubunye_core import __version__
+
+        return f"{ENGINE_NAME} {__version__}"
+
+
+@lru_cache(maxsize=1)
+def environment_evidence() -> tuple[str, str]:
+    """This process's environment (as JSON text, so the cache cannot be mutated) and its hash."""
+    env = environment()
+    return json.dumps(env, sort_keys=True), environment_hash(env)
+
+
+def utc_text(epoch_seconds: float) -> str:
+    """An instant as ISO-8601 UTC text, the record's time format."""
+    return datetime.fromtimestamp(epoch_seconds, tz=timezone.utc).isoformat()
+
+
+def config_hash_of(op_config: Any) -> str:
+    """``sha256:`` of the asset's run config as canonical JSON (``null`` when it has none)."""
+    text = json.dumps(op_config, sort_keys=True, separators=(",", ":"), default=str)
+    return "sha256:" + hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def compute_fn_folder(op_def: Any) -> str | None:
+    """The folder of the module that defines an op's (asset's) function, or None if unknown."""
+    try:
+        fn = op_def.compute_fn
+        fn = getattr(fn, "decorated_fn", fn)
+        source = inspect.getsourcefile(inspect.unwrap(fn))
+    except (AttributeError, TypeError):
+        return None
+    return str(Path(source).resolve().parent) if source else None
+
+
+def code_folder_for(op_def: Any, asset_setting: Any, resource_setting: str | None) -> str | None:
+    """The code that is hashed: the asset's metadata setting, else the resource's, else the
+    folder of the asset function's module."""
+    chosen = getattr(asset_setting, "value", asset_setting) or resource_setting
+    return str(chosen) if chosen else compute_fn_folder(op_def)
+
+
+def run_variables(
+    *,
+    dagster_run_id: str,
+    step_key: str,
+    asset_key: str | None,
+    partition_key: str | None,
+    partition_dimensions: Mapping[str, str] | None,
+    time_window: tuple[Any, Any] | None,
+    tags: Mapping[str, str],
+    job_name: str | None,
+) -> dict[str, Any]:
+    """The record's ``variables``: what the run was given (partition, window, tags masked)."""
+    variables: dict[str, Any] = {"dagster_run_id": dagster_run_id, "step_key": step_key}
+    if job_name:
+        variables["job_name"] = job_name
+    if asset_key is not None:
+        variables["asset_key"] = asset_key
+    if partition_key is not None:
+        variables["partition_key"] = str(partition_key)
+    if partition_dimensions:
+        variables["partition_dimensions"] = dict(partition_dimensions)
+    if time_window is not None:
+        start, end = time_window
+        variables["time_window"] = {"start": start.isoformat(), "end": end.isoformat()}
+    variables["tags"] = mask_tags(tags)
+    return variables
+
+
+@dataclass
+class OpenRecord:
+    """An asset's record while its step runs, and where it is saved."""
+
+    identity: RecordIdentity
+    store: LineageStore
+    record: RunRecord
+    #: The Dagster output that materialises the asset (None for a record made by the resource).
+    output_name: str | None = None
+    #: The asset key as ``a/b``, to pick the inputs that belong to this asset.
+    asset_key: str | None = None
+    #: Set once the record has its final status from the IO manager.
+    finished: bool = False
+    saved_path: str | None = None
+
+    def save(self) -> str:
+        """Write the record (atomically) and return its path."""
+        self.saved_path = str(self.store.save(self.record))
+        return self.saved_path
+
+
+@dataclass
+class LoadedInput:
+    """One input as recorded: its step, the asset it came from, and the Dagster input name."""
+
+    step: StepRecord
+    asset_key: str | None
+    input_name: str
+
+
+@dataclass
+class StepSession:
+    """Everything one Dagster step has loaded, timed and recorded so far, in this process."""
+
+    dagster_run_id: str
+    step_key: str
+    started_epoch: float
+    step_context: Any = None
+    inputs: list[LoadedInput] = field(default_factory=list)
+    timings: list[dict[str, Any]] = field(default_factory=list)
+    last_read_epoch: float | None = None
+    transform_seconds: float | None = None
+    records: dict[tuple[str, str], OpenRecord] = field(default_factory=dict)
+    code_hashes: dict[str, str | None] = field(default_factory=dict)
+    lock: threading.RLock = field(default_factory=threading.RLock)
+
+    @property
+    def started_at(self) -> str:
+        return utc_text(self.started_epoch)
+
+    def add_input(self, loaded: LoadedInput, read_seconds: float, reader: str) -> None:
+        """Record one loaded input and its read timing."""
+        with self.lock:
+            self.inputs.append(loaded)
+            self.timings.append(
+                {"step": f"Reader:{reader}", "input": loaded.step.name, "seconds": read_seconds}
+            )
+            self.last_read_epoch = time.time()
+
+    def loaded_input_names(self) -> set[str]:
+        """The Dagster input names this step loaded through an Ubunye IO manager."""
+        return {loaded.input_name for loaded in self.inputs}
+
+    def transform_timing(self, op_name: str) -> dict[str, Any]:
+        """The transform's timing: from the last input read (or the step start) to the first
+        output handed over; measured once per step."""
+        with self.lock:
+            if self.transform_seconds is None:
+                since = self.last_read_epoch or self.started_epoch
+                self.transform_seconds = max(0.0, time.time() - since)
+            return {"step": f"Transform:{op_name}", "seconds": self.transform_seconds}
+
+    def code_hash_of(self, folder: str | None) -> str | None:
+        """``code_hash`` of ``folder``, computed once per step."""
+        if folder is None:
+            return None
+        if folder not in self.code_hashes:
+            self.code_hashes[folder] = code_hash(folder)
+        return self.code_hashes[folder]
+
+    def record_for(self, identity: RecordIdentity) -> OpenRecord | None:
+        """The open record of ``identity``, if this step has one."""
+        return self.records.get((identity.task_path, identity.run_id))
+
+    def keep(self, open_record: OpenRecord) -> OpenRecord:
+        """Remember ``open_record`` as this step's record of its identity."""
+        key = (open_record.identity.task_path, open_record.identity.run_id)
+        self.records[key] = open_record
+        return open_record
+
+
+_SESSIONS: dict[tuple[str, str], StepSession] = {}
+_SESSIONS_LOCK = threading.Lock()
+
+
+def step_started_epoch(instance: Any, dagster_run_id: str, step_key: str) -> float:
+    """When Dagster started the step (its step stats), or now when that is not known."""
+    try:
+        stats = instance.get_run_step_stats(dagster_run_id, step_keys=[step_key])
+        started = stats[0].start_time if stats else None
+    except Exception:  # an instance without event storage (a context built in a test)
+        started = None
+    return float(started) if started else time.time()
+
+
+def open_session(dagster_run_id: str, step_key: str, step_context: Any = None) -> StepSession:
+    """The session of one step of one run, opened on first use."""
+    key = (dagster_run_id, step_key)
+    with _SESSIONS_LOCK:
+        session = _SESSIONS.get(key)
+        if session is None:
+            instance = getattr(step_context, "instance", None)
+            session = StepSession(
+                dagster_run_id=dagster_run_id,
+                step_key=step_key,
+                started_epoch=step_started_epoch(instance, dagster_run_id, step_key),
+                step_context=step_context,
+            )
+            _SESSIONS[key] = session
+        elif session.step_context is None and step_context is not None:
+            session.step_context = step_context
+        return session
+
+
+def sessions_of_run(dagster_run_id: str) -> list[StepSession]:
+    """The open step sessions of one Dagster run in this process."""
+    with _SESSIONS_LOCK:
+        return [s for (run_id, _), s in _SESSIONS.items() if run_id == dagster_run_id]
+
+
+def new_record(
+    identity: RecordIdentity,
+    session: StepSession,
+    *,
+    code_hash_value: str | None,
+    config_hash: str,
+    variables: Mapping[str, Any],
+    backend: str = "",
+) -> RunRecord:
+    """A record with status ``running``: identity, evidence and what the step knows so far."""
+    env_text, env_hash = environment_evidence()
+    return RunRecord(
+        run_id=identity.run_id,
+        task_path=identity.task_path,
+        usecase=identity.usecase,
+        package=identity.package,
+        task_name=identity.task,
+        profile="dagster",
+        model="asset",
+        version="",
+        config_hash=config_hash,
+        started_at=session.started_at,
+        status="running",
+        engine_version=engine_version(),
+        backend=backend,
+        variables=dict(variables),
+        code_hash=code_hash_value,
+        environment=json.loads(env_text),
+        environment_hash=env_hash,
+        time_zone="UTC",
+    )
+
+
+def fill_steps(
+    record: RunRecord,
+    session: StepSession,
+    *,
+    input_names: Sequence[str] | None,
+    unseen: Sequence[LoadedInput] = (),
+    outputs: Sequence[StepRecord] = (),
+    extra_timings: Sequence[Mapping[str, Any]] = (),
+    expectations: Sequence[Mapping[str, Any]] = (),
+) -> dict[str, str | None]:
+    """Put the step's inputs (those of ``input_names``; all when None), outputs and timings in
+    ``record``; returns each recorded input's asset key (``a/b``) by record input name."""
+    chosen = [
+        loaded
+        for loaded in session.inputs
+        if input_names is None or loaded.input_name in input_names
+    ]
+    record.inputs = [loaded.step for loaded in [*chosen, *unseen]]
+    record.outputs = list(outputs)
+    kept = {loaded.step.name for loaded in chosen}
+    record.timings = [
+        dict(t) for t in session.timings if t.get("input") is None or t.get("input") in kept
+    ] + [dict(t) for t in extra_timings]
+    record.expectations = [dict(e) for e in expectations]
+    return {loaded.step.name: loaded.asset_key for loaded in [*chosen, *unseen]}
+
+
+def finish(record: RunRecord, status: str, error: BaseException | str | None = None) -> None:
+    """Close ``record``: status, end time, duration and the masked error, if any."""
+    ended = time.time()
+    record.status = status
+    record.ended_at = utc_text(ended)
+    started = datetime.fromisoformat(record.started_at).timestamp()
+    record.duration_sec = round(max(0.0, ended - started), 6)
+    if isinstance(error, BaseException):
+        record.error = mask_error(error)
+    elif error is not None:
+        record.error = error
+
+
+def step_failure(session: StepSession) -> BaseException | None:
+    """The exception the step failed with, as Dagster captured it, or None."""
+    step_context = session.step_context
+    return getattr(step_context, "step_exception", None) if step_context is not None else None
+
+
+def finalise_run(dagster_run_id: str) -> list[str]:
+    """Finish the records still open for one run's steps in this process; returns their paths.
+
+    A failed step's records become ``error`` with the step's exception (masked). A record whose
+    asset the IO manager did not write ends ``success`` (with its inputs) when Dagster saw the
+    output, and is removed when the output was never emitted. Safe to call more than once.
+    """
+    saved: list[str] = []
+    for session in sessions_of_run(dagster_run_id):
+        with session.lock:
+            failure = step_failure(session)
+            for open_record in session.records.values():
+                if open_record.finished:
+                    continue
+                if failure is not None:
+                    finish(open_record.record, "error", failure)
+                    saved.append(open_record.save())
+                elif open_record.record.status != "running":
+                    pass  # finished by the resource (an output it recorded): already saved
+                elif _output_seen(session, open_record.output_name):
+                    finish(open_record.record, "success")
+                    saved.append(open_record.save())
+                else:
+                    _remove(open_record)
+                open_record.finished = True
+        with _SESSIONS_LOCK:
+            _SESSIONS.pop((session.dagster_run_id, session.step_key), None)
+    return saved
+
+
+def _output_seen(session: StepSession, output_name: str | None) -> bool:
+    if output_name is None or session.step_context is None:
+        return False
+    try:
+        return bool(session.step_context.has_seen_output(output_name))
+    except Exception:  # a Dagster without this check: keep the record rather than lose it
+        return True
+
+
+def _remove(open_record: OpenRecord) -> None:
+    path = open_record.store.path_for(open_record.identity.task_path, open_record.identity.run_id)
+    try:
+        path.unlink(missing_ok=True)
+    except (FileNotFoundError, OSError):
+        pass
+
+
+# --- what the step context says about the step (Dagster internals, read in one place) --------
+
+
+def _asset_layer(step_context: Any) -> Any:
+    return step_context.job_def.asset_layer
+
+
+def group_of(step_context: Any, asset_key: Any) -> str | None:
+    """The group of an asset in the step's job, or None when the job does not know it."""
+    try:
+        return _asset_layer(step_context).get(asset_key).group_name
+    except Exception:  # an asset outside the job's asset graph
+        return None
+
+
+def asset_definition_metadata(step_context: Any, asset_key: Any) -> dict[str, Any]:
+    """The metadata an asset was defined with."""
+    try:
+        return dict(_asset_layer(step_context).get(asset_key).metadata or {})
+    except Exception:  # an asset outside the job's asset graph
+        return {}
+
+
+def parent_keys_of(step_context: Any, asset_key: Any) -> set[str] | None:
+    """The asset's upstream keys as ``a/b`` text, or None when the job does not say."""
+    try:
+        parents = _asset_layer(step_context).get(asset_key).parent_keys
+    except Exception:  # an asset outside the job's asset graph
+        return None
+    return {"/".join(key.path) for key in parents}
+
+
+def input_names_for(session: StepSession, asset_key: Any) -> list[str] | None:
+    """The step's loaded inputs that feed ``asset_key`` (a multi-asset's outputs each have their
+    own); None means all of them."""
+    if session.step_context is None:
+        return None
+    parents = parent_keys_of(session.step_context, asset_key)
+    if parents is None:
+        return None
+    return [
+        loaded.input_name
+        for loaded in session.inputs
+        if loaded.asset_key is None or loaded.asset_key in parents
+    ]
+
+
+def unseen_inputs(session: StepSession, asset_key: Any) -> list[LoadedInput]:
+    """Inputs of the asset that another IO manager loaded: recorded without a hash, saying why."""
+    step_context = session.step_context
+    if step_context is None:
+        return []
+    try:
+        input_defs = list(step_context.op_def.input_defs)
+        layer = _asset_layer(step_context)
+        node_handle = step_context.node_handle
+    except Exception:  # a step without an op definition
+        return []
+    parents = parent_keys_of(step_context, asset_key)
+    loaded = session.loaded_input_names()
+    unseen = []
+    for input_def in input_defs:
+        if input_def.name in loaded or input_def.dagster_type.is_nothing:
+            continue
+        upstream = layer.get_asset_key_for_node_input(node_handle, input_def.name)
+        upstream_text = "/".join(upstream.path) if upstream is not None else None
+        if parents is not None and upstream_text is not None and upstream_text not in parents:
+            continue  # an input of another asset of the same multi-asset
+        manager = input_def.input_manager_key
+        if manager is None and upstream is not None and layer.has(upstream):
+            manager = layer.get(upstream).io_manager_key
+        step = StepRecord(
+            name=input_def.name,
+            direction="input",
+            hash_error=(
+                f"not hashed: loaded by the IO manager '{manager or 'io_manager'}', which is not "
+                "an UbunyeIOManager, so its rows were never seen"
+            ),
+        )
+        unseen.append(LoadedInput(step=step, asset_key=upstream_text, input_name=input_def.name))
+    return unseen
+
+
+def output_partition(step_context: Any, output_name: str) -> str | None:
+    """The one partition an output writes, None when unpartitioned (ValueError for a range)."""
+    if not step_context.has_asset_partitions_for_output(output_name):
+        return None
+    start, end = step_context.asset_partition_key_range_for_output(output_name)
+    if start != end:
+        raise ValueError(
+            f"output '{output_name}' covers the partitions {start} to {end} in one run; "
+            "UbunyeIOManager writes one partition per run (launch the backfill with a "
+            "multi-run policy)"
+        )
+    return start
+
+
+def _time_window(step_context: Any, output_name: str | None) -> tuple[Any, Any] | None:
+    try:
+        if output_name is not None:
+            window = step_context.asset_partitions_time_window_for_output(output_name)
+        else:
+            window = step_context.partition_time_window
+    except Exception:  # not partitioned by time
+        return None
+    return (window.start, window.end)
+
+
+def _dimensions(partition_key: str | None) -> dict[str, str] | None:
+    by_dimension = getattr(partition_key, "keys_by_dimension", None)
+    return dict(by_dimension) if by_dimension else None
+
+
+def asset_record(
+    session: StepSession,
+    settings: Any,
+    *,
+    asset_key: Any,
+    output_name: str | None,
+    partition_key: str | None,
+) -> OpenRecord:
+    """The record of one asset (partition) of this step, opened (status ``running``) on first use.
+
+    ``settings`` is the ``UbunyeResource``: usecase, code folder and store.
+    """
+    from ubunye_dagster.identity import identity_for_asset
+    from ubunye_dagster.metadata import CODE_FOLDER
+
+    step_context = session.step_context
+    identity = identity_for_asset(
+        usecase=settings.usecase,
+        asset_key=asset_key.path,
+        group_name=group_of(step_context, asset_key),
+        dagster_run_id=session.dagster_run_id,
+        partition_key=partition_key,
+    )
+    existing = session.record_for(identity)
+    if existing is not None:
+        if output_name is not None:
+            existing.output_name = output_name
+        return existing
+    definition = asset_definition_metadata(step_context, asset_key)
+    folder = code_folder_for(step_context.op_def, definition.get(CODE_FOLDER), settings.code_folder)
+    variables = run_variables(
+        dagster_run_id=session.dagster_run_id,
+        step_key=session.step_key,
+        asset_key="/".join(asset_key.path),
+        partition_key=partition_key,
+        partition_dimensions=_dimensions(partition_key),
+        time_window=_time_window(step_context, output_name) if partition_key else None,
+        tags=dict(step_context.dagster_run.tags),
+        job_name=step_context.job_name,
+    )
+    record = new_record(
+        identity,
+        session,
+        code_hash_value=session.code_hash_of(folder),
+        config_hash=config_hash_of(step_context.op_config),
+        variables=variables,
+    )
+    return session.keep(
+        OpenRecord(
+            identity=identity,
+            store=settings.store(),
+            record=record,
+            output_name=output_name,
+            asset_key="/".join(asset_key.path),
+        )
+    )
+
+
+def step_asset_outputs(step_context: Any) -> list[tuple[str, Any]]:
+    """``(output name, asset key)`` of each asset the step materialises (its selected outputs)."""
+    layer = _asset_layer(step_context)
+    selected = step_context.get_output_asset_keys()
+    found = []
+    for step_output in step_context.step.step_outputs:
+        key = layer.get_asset_key_for_node_output(step_context.node_handle, step_output.name)
+        if key is not None and key in selected:
+            found.append((step_output.name, key))
+    return found
+
+
+def open_running_records(session: StepSession, settings: Any) -> None:
+    """Save a ``running`` record for each asset of the step not yet recorded, with the inputs so
+    far, so a step that dies before writing leaves a trace."""
+    step_context = session.step_context
+    if step_context is None:
+        return
+    for output_name, asset_key in step_asset_outputs(step_context):
+        try:
+            partition_key = output_partition(step_context, output_name)
+        except ValueError:
+            continue  # several partitions: refused when the output is written
+        open_record = asset_record(
+            session, settings, asset_key=asset_key, output_name=output_name,
+            partition_key=partition_key,
+        )
+        if open_record.finished or open_record.record.status != "running":
+            continue
+        fill_steps(
+            open_record.record,
+            session,
+            input_names=input_names_for(session, asset_key),
+        )
+        open_record.save()

@@ -1,0 +1,566 @@
+"""The drift sensor: flags materialisations whose data changed while code and environment did not.
+
+The sensor reads new asset materialisations from the Dagster event log (a cursor on storage ids,
+so each is judged once across restarts), compares each receipt with the previous one of the same
+asset and partition (`ubunye_dagster.drift`), tags the run that drifted, and reports the
+`ubunye_reproducible` asset check evaluation. `build_reproducibility_checks` declares that check
+so the Dagster UI shows it.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from typing import Any
+
+import dagster as dg
+from dagster._core.definitions.asset_checks.asset_check_evaluation import (
+    AssetCheckEvaluationTargetMaterializationData,
+)
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from ubunye_dagster.drift import (
+    DRIFT_REASONS,
+    INPUTS_CHANGED,
+    INPUTS_UNKNOWN,
+    SAME_INPUTS,
+    Judgement,
+    Receipt,
+    Verdict,
+    carries_ubunye_metadata,
+    judge,
+    strongest_reason,
+    validate_flag_reasons,
+)
+
+#: Name of the asset check the sensor reports on every watched asset.
+CHECK_NAME = "ubunye_reproducible"
+#: Run tag set on a run that produced a flagged materialisation; the value is the drift reason.
+DRIFT_TAG = "ubunye/drift"
+#: Tags on an alert run request, naming what drifted.
+ALERT_ASSET_TAG = "ubunye/drift_asset"
+ALERT_RUN_TAG = "ubunye/drift_run_id"
+ALERT_PARTITION_TAG = "ubunye/drift_partition"
+
+#: Severity of a failed check by drift reason: non-determinism is an error, the others a warning.
+SEVERITY_BY_REASON: Mapping[str, dg.AssetCheckSeverity] = {
+    SAME_INPUTS: dg.AssetCheckSeverity.ERROR,
+    INPUTS_CHANGED: dg.AssetCheckSeverity.WARN,
+    INPUTS_UNKNOWN: dg.AssetCheckSeverity.WARN,
+}
+
+CoercibleToWatchedAsset = (
+    dg.AssetKey | str | Sequence[str] | dg.AssetsDefinition | dg.AssetSpec | dg.SourceAsset
+)
+
+
+class DriftSettings(BaseModel):
+    """How the drift sensor judges and how much work one tick may do."""
+
+    model_config = ConfigDict(frozen=True)
+
+    flag_reasons: tuple[str, ...] = DRIFT_REASONS
+    max_events_per_tick: int = Field(default=200, ge=1, le=10_000)
+    tick_time_budget_seconds: float | None = Field(default=30.0, ge=0)
+    use_lineage_store: bool = True
+
+    @field_validator("flag_reasons", mode="before")
+    @classmethod
+    def _known_reasons(cls, value: Iterable[str]) -> tuple[str, ...]:
+        if isinstance(value, str):
+            value = (value,)
+        return validate_flag_reasons(value)
+
+
+class DriftCursor(BaseModel):
+    """The sensor's cursor: every materialisation up to this storage id has been judged."""
+
+    model_config = ConfigDict(frozen=True)
+
+    after_storage_id: int = -1
+
+    @classmethod
+    def parse(cls, text: str | None) -> DriftCursor:
+        """Read a cursor written by `dump` (a bare storage id is accepted too)."""
+        if not text:
+            return cls()
+        try:
+            if text.strip().lstrip("-").isdigit():
+                return cls(after_storage_id=int(text))
+            return cls.model_validate_json(text)
+        except ValueError as error:
+            raise ValueError(
+                f"unreadable drift sensor cursor {text!r}: expected "
+                '{"after_storage_id": <int>}; reset the cursor in the UI to start over'
+            ) from error
+
+    def dump(self) -> str:
+        return self.model_dump_json()
+
+
+class Finding(BaseModel):
+    """One judged materialisation: where it is in the event log and what was decided."""
+
+    model_config = ConfigDict(frozen=True, arbitrary_types_allowed=True)
+
+    asset_key: dg.AssetKey
+    partition: str | None
+    storage_id: int
+    run_id: str
+    timestamp: float
+    receipt: Receipt
+    previous_storage_id: int | None = None
+    previous_run_id: str | None = None
+    previous_receipt: Receipt | None = None
+    judgement: Judgement
+    notes: tuple[str, ...] = ()
+
+
+def watched_asset_keys(assets: Iterable[CoercibleToWatchedAsset]) -> list[dg.AssetKey]:
+    """Asset keys from keys, "a/b" strings, key parts, asset definitions or specs (deduplicated)."""
+    if isinstance(assets, (str, dg.AssetKey)):
+        raise TypeError("assets must be a sequence of assets or keys, not a single key")
+    keys: list[dg.AssetKey] = []
+    for item in assets:
+        if isinstance(item, dg.AssetKey):
+            found = [item]
+        elif isinstance(item, str):
+            found = [dg.AssetKey.from_user_string(item)]
+        elif isinstance(item, dg.AssetsDefinition):
+            found = sorted(item.keys, key=lambda key: key.to_user_string())
+        elif isinstance(item, (dg.AssetSpec, dg.SourceAsset)):
+            found = [item.key]
+        elif isinstance(item, Sequence) and all(isinstance(part, str) for part in item):
+            found = [dg.AssetKey(list(item))]
+        else:
+            raise TypeError(
+                f"cannot watch {item!r}: give AssetKey, 'a/b' text, key parts, an asset "
+                "definition or an AssetSpec"
+            )
+        keys.extend(key for key in found if key not in keys)
+    if not keys:
+        raise ValueError("no assets to watch: pass None to watch every asset with Ubunye metadata")
+    return keys
+
+
+def judge_pending_materialisations(
+    instance: dg.DagsterInstance,
+    cursor: DriftCursor,
+    settings: DriftSettings,
+    asset_keys: Sequence[dg.AssetKey] | None = None,
+) -> tuple[list[Finding], DriftCursor]:
+    """Judge the oldest materialisations after the cursor, at most one tick's worth.
+
+    Returns the findings and the cursor moved over exactly what was looked at. Materialisations
+    without Ubunye metadata are passed over (cursor moves, no finding) when watching all assets.
+    """
+    started = time.monotonic()
+    pending = _pending_records(
+        instance, asset_keys, cursor.after_storage_id, settings.max_events_per_tick
+    )
+    findings: list[Finding] = []
+    latest: dict[tuple[dg.AssetKey, str | None], tuple[dg.EventLogRecord, Receipt]] = {}
+    records_cache: dict[str, Mapping[str, Any] | None] = {}
+    last_looked_at = cursor.after_storage_id
+    for index, record in enumerate(pending):
+        if (
+            index > 0
+            and settings.tick_time_budget_seconds is not None
+            and time.monotonic() - started > settings.tick_time_budget_seconds
+        ):
+            break
+        last_looked_at = record.storage_id
+        values = _metadata_values(record)
+        if asset_keys is None and not carries_ubunye_metadata(values):
+            continue
+        findings.append(_judge_record(instance, record, values, settings, latest, records_cache))
+    return findings, DriftCursor(after_storage_id=last_looked_at)
+
+
+def check_evaluation_for(
+    finding: Finding, flag_reasons: Iterable[str] = DRIFT_REASONS
+) -> dg.AssetCheckEvaluation:
+    """The `ubunye_reproducible` evaluation that makes a finding visible on the asset."""
+    judgement = finding.judgement
+    flagged = judgement.is_flagged(flag_reasons)
+    return dg.AssetCheckEvaluation(
+        asset_key=finding.asset_key,
+        check_name=CHECK_NAME,
+        passed=not flagged,
+        severity=SEVERITY_BY_REASON[judgement.reason] if flagged else dg.AssetCheckSeverity.WARN,
+        description=_describe(finding, flagged),
+        metadata=_evaluation_metadata(finding, flagged),
+        target_materialization_data=AssetCheckEvaluationTargetMaterializationData(
+            storage_id=finding.storage_id, run_id=finding.run_id, timestamp=finding.timestamp
+        ),
+    )
+
+
+def tag_drifted_runs(
+    instance: dg.DagsterInstance, findings: Iterable[Finding], flag_reasons: Iterable[str]
+) -> dict[str, str]:
+    """Tag each run that produced a flagged materialisation with its strongest drift reason.
+
+    A run already tagged keeps the stronger of its old and new reasons. Materialisations
+    reported outside a run have no run to tag. Returns the tags written, by run id.
+    """
+    reasons_by_run: dict[str, set[str]] = {}
+    flag_reasons = tuple(flag_reasons)
+    for finding in findings:
+        if finding.run_id and finding.judgement.is_flagged(flag_reasons):
+            reasons_by_run.setdefault(finding.run_id, set()).add(finding.judgement.reason)
+    written: dict[str, str] = {}
+    for run_id, reasons in reasons_by_run.items():
+        run = instance.get_run_by_id(run_id)
+        if run is None:
+            continue
+        existing = run.tags.get(DRIFT_TAG)
+        if existing in DRIFT_REASONS:
+            reasons.add(existing)
+        reason = strongest_reason(reasons)
+        if reason != existing:
+            instance.add_run_tags(run_id, {DRIFT_TAG: reason})
+        written[run_id] = reason
+    return written
+
+
+def build_drift_sensor(
+    assets: Iterable[CoercibleToWatchedAsset] | None = None,
+    *,
+    name: str = "ubunye_drift_sensor",
+    flag_reasons: Iterable[str] = DRIFT_REASONS,
+    alert_job: dg.JobDefinition | Any | None = None,
+    minimum_interval_seconds: int = 60,
+    max_events_per_tick: int = 200,
+    tick_time_budget_seconds: float | None = 30.0,
+    use_lineage_store: bool = True,
+    default_status: dg.DefaultSensorStatus = dg.DefaultSensorStatus.STOPPED,
+) -> dg.SensorDefinition:
+    """A sensor that judges every new materialisation of the watched assets for drift.
+
+    `assets=None` watches every asset whose materialisations carry Ubunye metadata. A flagged
+    materialisation tags its run `ubunye/drift=<reason>`, fails the `ubunye_reproducible` check
+    and, when `alert_job` (a job definition) is given, requests one run of it.
+    """
+    settings = DriftSettings(
+        flag_reasons=flag_reasons,
+        max_events_per_tick=max_events_per_tick,
+        tick_time_budget_seconds=tick_time_budget_seconds,
+        use_lineage_store=use_lineage_store,
+    )
+    asset_keys = None if assets is None else watched_asset_keys(assets)
+    watching = (
+        "every asset with Ubunye metadata"
+        if asset_keys is None
+        else ", ".join(key.to_user_string() for key in asset_keys)
+    )
+
+    def evaluate(context: dg.SensorEvaluationContext) -> dg.SensorResult:
+        cursor = DriftCursor.parse(context.cursor)
+        findings, moved_to = judge_pending_materialisations(
+            context.instance, cursor, settings, asset_keys
+        )
+        if moved_to == cursor:
+            return dg.SensorResult(skip_reason="no new materialisations", cursor=cursor.dump())
+        tag_drifted_runs(context.instance, findings, settings.flag_reasons)
+        flagged = [f for f in findings if f.judgement.is_flagged(settings.flag_reasons)]
+        for finding in flagged:
+            context.log.warning(
+                f"{finding.asset_key.to_user_string()} drifted ({finding.judgement.reason}) in "
+                f"run {finding.run_id or '(no run)'}"
+            )
+        run_requests = [_alert_request(f) for f in flagged] if alert_job is not None else []
+        return dg.SensorResult(
+            run_requests=run_requests,
+            asset_events=[check_evaluation_for(f, settings.flag_reasons) for f in findings],
+            cursor=moved_to.dump(),
+        )
+
+    return dg.SensorDefinition(
+        name=name,
+        evaluation_fn=evaluate,
+        minimum_interval_seconds=minimum_interval_seconds,
+        description=(
+            "Ubunye drift sensor: flags materialisations whose data changed while code and "
+            f"environment did not. Watching: {watching}. Flags: {', '.join(settings.flag_reasons)}."
+        ),
+        job=alert_job,
+        default_status=default_status,
+    )
+
+
+def build_reproducibility_checks(
+    assets: Iterable[CoercibleToWatchedAsset],
+    *,
+    name: str = "ubunye_reproducibility_checks",
+    flag_reasons: Iterable[str] = DRIFT_REASONS,
+    use_lineage_store: bool = True,
+) -> list[dg.AssetChecksDefinition]:
+    """Declare the `ubunye_reproducible` check on each asset, so the UI shows the sensor's results.
+
+    The drift sensor reports the evaluations. Executed by hand (or in a run), the check judges
+    the asset's latest materialisation the same way.
+    """
+    settings = DriftSettings(flag_reasons=flag_reasons, use_lineage_store=use_lineage_store)
+    specs = [
+        dg.AssetCheckSpec(
+            CHECK_NAME,
+            asset=key,
+            description=(
+                "Reproducible: the data does not change unless the code, the environment or an "
+                "input did (reported by the Ubunye drift sensor)."
+            ),
+        )
+        for key in watched_asset_keys(assets)
+    ]
+
+    @dg.multi_asset_check(specs=specs, name=name, can_subset=True)
+    def _reproducibility(context) -> Iterator[dg.AssetCheckResult]:
+        # No annotation on context: Dagster refuses the postponed (string) annotation.
+        for check_key in sorted(
+            context.selected_asset_check_keys, key=lambda k: k.asset_key.to_user_string()
+        ):
+            yield _judge_latest(context.instance, check_key.asset_key, settings)
+
+    return [_reproducibility]
+
+
+# --- event log -----------------------------------------------------------------------------
+
+
+def _pending_records(
+    instance: dg.DagsterInstance,
+    asset_keys: Sequence[dg.AssetKey] | None,
+    after_storage_id: int,
+    limit: int,
+) -> list[dg.EventLogRecord]:
+    """The `limit` oldest materialisations after the storage id, across the given assets.
+
+    Each asset contributes at most `limit` of its oldest new records, so the merged first
+    `limit` are exactly the oldest overall. Assets whose latest materialisation is not newer
+    than the cursor are not queried.
+    """
+    asset_records = instance.get_asset_records(list(asset_keys) if asset_keys else None)
+    candidates = [
+        record.asset_entry.asset_key
+        for record in asset_records
+        if (record.asset_entry.last_materialization_storage_id or -1) > after_storage_id
+    ]
+    found: list[dg.EventLogRecord] = []
+    for key in candidates:
+        result = instance.fetch_materializations(
+            dg.AssetRecordsFilter(asset_key=key, after_storage_id=after_storage_id),
+            limit=limit,
+            ascending=True,
+        )
+        found.extend(result.records)
+    found.sort(key=lambda record: record.storage_id)
+    return found[:limit]
+
+
+def _previous_record(
+    instance: dg.DagsterInstance, key: dg.AssetKey, partition: str | None, before_storage_id: int
+) -> dg.EventLogRecord | None:
+    """The newest materialisation of the same asset and partition before the storage id."""
+    cursor: str | None = None
+    while True:
+        result = instance.fetch_materializations(
+            dg.AssetRecordsFilter(
+                asset_key=key,
+                asset_partitions=[partition] if partition is not None else None,
+                before_storage_id=before_storage_id,
+            ),
+            limit=1 if partition is not None else 20,
+            cursor=cursor,
+            ascending=False,
+        )
+        for record in result.records:
+            # Without a partition filter the query spans partitions; an unpartitioned receipt
+            # is only ever compared with another unpartitioned one.
+            if record.partition_key == partition:
+                return record
+        if not result.has_more or partition is not None:
+            return None
+        cursor = result.cursor
+
+
+def _judge_record(
+    instance: dg.DagsterInstance,
+    record: dg.EventLogRecord,
+    values: Mapping[str, Any],
+    settings: DriftSettings,
+    latest: dict[tuple[dg.AssetKey, str | None], tuple[dg.EventLogRecord, Receipt]],
+    records_cache: dict[str, Mapping[str, Any] | None],
+) -> Finding:
+    """Judge one materialisation; `latest` remembers this tick's receipts per asset and partition.
+
+    Records are judged in storage-id order and a tick holds every materialisation between the
+    cursor and its last record, so a remembered receipt is always the true predecessor.
+    """
+    key = _asset_key(record)
+    partition = record.partition_key
+    notes: list[str] = []
+    receipt = _receipt(values, settings, records_cache, notes)
+    remembered = latest.get((key, partition))
+    if remembered is not None:
+        previous, previous_receipt = remembered
+    else:
+        previous = _previous_record(instance, key, partition, record.storage_id)
+        previous_receipt = (
+            _receipt(_metadata_values(previous), settings, records_cache, notes)
+            if previous is not None
+            else None
+        )
+    latest[(key, partition)] = (record, receipt)
+    return Finding(
+        asset_key=key,
+        partition=partition,
+        storage_id=record.storage_id,
+        run_id=record.run_id,
+        timestamp=record.timestamp,
+        receipt=receipt,
+        previous_storage_id=previous.storage_id if previous is not None else None,
+        previous_run_id=previous.run_id if previous is not None else None,
+        previous_receipt=previous_receipt,
+        judgement=judge(receipt, previous_receipt),
+        notes=tuple(dict.fromkeys(notes)),
+    )
+
+
+def _judge_latest(
+    instance: dg.DagsterInstance, key: dg.AssetKey, settings: DriftSettings
+) -> dg.AssetCheckResult:
+    """The check's own evaluation: judge the asset's latest materialisation now."""
+    latest = instance.fetch_materializations(key, limit=1).records
+    if not latest:
+        return dg.AssetCheckResult(
+            asset_key=key,
+            check_name=CHECK_NAME,
+            passed=True,
+            description="Not judged: the asset has never been materialised.",
+            metadata={"ubunye/verdict": Verdict.NOT_JUDGED.value},
+        )
+    record = latest[0]
+    finding = _judge_record(instance, record, _metadata_values(record), settings, {}, {})
+    evaluation = check_evaluation_for(finding, settings.flag_reasons)
+    return dg.AssetCheckResult(
+        asset_key=key,
+        check_name=CHECK_NAME,
+        passed=evaluation.passed,
+        severity=evaluation.severity,
+        description=evaluation.description,
+        metadata=dict(evaluation.metadata),
+    )
+
+
+def _receipt(
+    values: Mapping[str, Any],
+    settings: DriftSettings,
+    records_cache: dict[str, Mapping[str, Any] | None],
+    notes: list[str],
+) -> Receipt:
+    """The receipt from metadata; the run record fills only what the metadata lacks."""
+    receipt = Receipt.from_metadata(values)
+    if not (settings.use_lineage_store and receipt.lacks_evidence and receipt.record_path):
+        return receipt
+    path = receipt.record_path
+    if path not in records_cache:
+        records_cache[path] = _read_run_record(path, notes)
+    record = records_cache[path]
+    return receipt.filled_from_record(record) if record is not None else receipt
+
+
+def _read_run_record(path: str, notes: list[str]) -> Mapping[str, Any] | None:
+    """Read a run record file (local path or fsspec URL) as plain JSON; None if unreadable."""
+    from upath import UPath
+
+    try:
+        data = json.loads(UPath(path).read_text(encoding="utf-8"))
+    except (OSError, ValueError) as error:
+        notes.append(f"run record {path} unreadable: {type(error).__name__}: {error}")
+        return None
+    if not isinstance(data, dict):
+        notes.append(f"run record {path} is not a JSON object")
+        return None
+    return data
+
+
+def _metadata_values(record: dg.EventLogRecord) -> dict[str, Any]:
+    materialization = record.asset_materialization
+    if materialization is None:
+        return {}
+    return {key: value.value for key, value in materialization.metadata.items()}
+
+
+def _asset_key(record: dg.EventLogRecord) -> dg.AssetKey:
+    key = record.asset_key
+    if key is None:
+        raise ValueError(f"event log record {record.storage_id} is not an asset event")
+    return key
+
+
+# --- what users see --------------------------------------------------------------------------
+
+
+def _alert_request(finding: Finding) -> dg.RunRequest:
+    tags = {
+        DRIFT_TAG: finding.judgement.reason,
+        ALERT_ASSET_TAG: finding.asset_key.to_user_string(),
+    }
+    if finding.run_id:
+        tags[ALERT_RUN_TAG] = finding.run_id
+    if finding.partition is not None:
+        tags[ALERT_PARTITION_TAG] = finding.partition
+    return dg.RunRequest(run_key=f"ubunye_drift:{finding.storage_id}", tags=tags)
+
+
+def _describe(finding: Finding, flagged: bool) -> str:
+    judgement = finding.judgement
+    previous = finding.previous_run_id or "a materialisation outside any run"
+    if judgement.verdict is Verdict.UNCHANGED:
+        return f"Reproduced: same data as the previous materialisation (run {previous})."
+    if judgement.verdict is Verdict.EXPLAINED:
+        return f"Data changed, explained: {judgement.reason} since run {previous}."
+    if judgement.verdict is Verdict.NOT_JUDGED:
+        return f"Not judged: {judgement.reason}."
+    detail = {
+        SAME_INPUTS: "code, environment and every input digest are unchanged (non-determinism)",
+        INPUTS_CHANGED: f"inputs moved: {', '.join(judgement.moved_inputs)}",
+        INPUTS_UNKNOWN: "the inputs' digests are not recorded, so they cannot be compared",
+    }[judgement.reason]
+    prefix = "Drift" if flagged else "Drift (not flagged by configuration)"
+    return (
+        f"{prefix} ({judgement.reason}): data changed since run {previous} under the same code "
+        f"and environment; {detail}."
+    )
+
+
+def _evaluation_metadata(finding: Finding, flagged: bool) -> dict[str, Any]:
+    judgement = finding.judgement
+    current, previous = finding.receipt, finding.previous_receipt
+    entries: dict[str, Any] = {
+        "ubunye/verdict": judgement.verdict.value,
+        "ubunye/reason": judgement.reason,
+        "ubunye/flagged": flagged,
+        "ubunye/data_hash": current.data_hash,
+        "ubunye/previous_data_hash": previous.data_hash if previous else None,
+        "ubunye/code_hash": current.code_hash,
+        "ubunye/previous_code_hash": previous.code_hash if previous else None,
+        "ubunye/environment_hash": current.environment_hash,
+        "ubunye/previous_environment_hash": previous.environment_hash if previous else None,
+        "ubunye/partition": finding.partition,
+        "ubunye/storage_id": finding.storage_id,
+        "ubunye/previous_storage_id": finding.previous_storage_id,
+    }
+    if finding.run_id:
+        entries["ubunye/run"] = dg.MetadataValue.dagster_run(finding.run_id)
+    if finding.previous_run_id:
+        entries["ubunye/previous_run"] = dg.MetadataValue.dagster_run(finding.previous_run_id)
+    if judgement.moved_inputs:
+        entries["ubunye/moved_inputs"] = dg.MetadataValue.json(list(judgement.moved_inputs))
+    if judgement.unknown_inputs:
+        entries["ubunye/unknown_inputs"] = dg.MetadataValue.json(list(judgement.unknown_inputs))
+    if finding.notes:
+        entries["ubunye/notes"] = dg.MetadataValue.json(list(finding.notes))
+    return {key: value for key, value in entries.items() if value is not None}
