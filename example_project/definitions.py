@@ -9,6 +9,7 @@ from dagster_pyspark import PySparkResource
 
 from example_project.assets import customers, raw, sales, spark
 from example_project.paths import data_dir, example_home
+from ubunye_dagster import UbunyeIOManager, UbunyeResource
 
 #: The usecase part of every task path ("example_shop/<group>/<asset key>").
 USECASE = "example_shop"
@@ -31,15 +32,10 @@ ASSETS = dg.load_assets_from_modules([raw, sales, customers, spark])
 
 def build_definitions(home: Path) -> dg.Definitions:
     """Definitions whose data lives in `<home>/data` and records in `<home>/.ubunye/lineage`."""
-    try:  # INTERIM until the IO manager lands
-        from ubunye_dagster import UbunyeIOManager, UbunyeResource
-
-        io_manager = UbunyeIOManager(
-            base_path=str(data_dir(home)),
-            ubunye=UbunyeResource(usecase_dir=str(home), usecase=USECASE),
-        )
-    except ImportError:
-        io_manager = dg.FilesystemIOManager(base_dir=str(data_dir(home)))
+    io_manager = UbunyeIOManager(
+        base_path=str(data_dir(home)),
+        ubunye=UbunyeResource(usecase_dir=str(home), usecase=USECASE),
+    )
     main_job = dg.define_asset_job(MAIN_JOB, selection=dg.AssetSelection.all())
     daily_job = dg.define_asset_job(
         DAILY_JOB, selection=dg.AssetSelection.assets(sales.daily_orders)

@@ -22,9 +22,9 @@ def materialise_all(
     """Run the main job for the first day and the daily job for the others; raise on failure."""
     defs = build_definitions(home)
     results = [
-        defs.get_job_def(MAIN_JOB).execute_in_process(instance=instance, partition_key=days[0])
+        defs.resolve_job_def(MAIN_JOB).execute_in_process(instance=instance, partition_key=days[0])
     ]
-    daily = defs.get_job_def(DAILY_JOB)
+    daily = defs.resolve_job_def(DAILY_JOB)
     results += [daily.execute_in_process(instance=instance, partition_key=day) for day in days[1:]]
     return results
 

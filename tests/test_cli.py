@@ -141,6 +141,7 @@ def test_trace_prints_steps_hashes_rows_code_environment_timings_and_expectation
         "method   : rows-v1",
         "code        : sha256:" + "c" * 64,
         "python      : 3.11.7 (CPython) on linux x86_64",
+        "dagster     : 1.13.27",
         "dagster",
         "TIMINGS",
         "EXPECTATIONS",

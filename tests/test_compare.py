@@ -211,7 +211,7 @@ def without_why(document: dict) -> dict:
     return document
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=150, deadline=None)
 @given(runs, runs)
 def test_every_verdict_is_the_reference_verdict(a, b):
     theirs = ref_cli.compare_records(

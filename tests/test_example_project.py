@@ -64,7 +64,7 @@ def pandas_and_polars_run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[
     merged = dg.Definitions.merge(local_defs, dg.Definitions(jobs=[job]))
     with dg.DagsterInstance.ephemeral() as instance:
         results = [
-            merged.get_job_def("no_spark").execute_in_process(instance=instance, partition_key=day)
+            merged.resolve_job_def("no_spark").execute_in_process(instance=instance, partition_key=day)
             for day in DAYS
         ]
         yield {"home": home, "instance": instance, "results": results}
@@ -74,12 +74,12 @@ def test_the_definitions_load() -> None:
     dg.Definitions.validate_loadable(defs)
     keys = {key.to_user_string() for key in defs.resolve_all_asset_keys()}
     assert keys == set(NON_SPARK_ASSETS) | set(SPARK_ASSETS)
-    assert defs.get_job_def(MAIN_JOB) is not None
-    assert defs.get_job_def(DAILY_JOB) is not None
+    assert defs.resolve_job_def(MAIN_JOB) is not None
+    assert defs.resolve_job_def(DAILY_JOB) is not None
 
 
 def test_the_main_job_materialises_every_asset() -> None:
-    job = defs.get_job_def(MAIN_JOB)
+    job = defs.resolve_job_def(MAIN_JOB)
     assert {key.to_user_string() for key in job.asset_layer.executable_asset_keys} == set(
         NON_SPARK_ASSETS
     ) | set(SPARK_ASSETS)

@@ -23,6 +23,7 @@ from ubunye_dagster.drift import INPUTS_CHANGED, INPUTS_UNKNOWN, SAME_INPUTS
 from ubunye_dagster.sensor import (
     CHECK_NAME,
     DRIFT_TAG,
+    NOTHING_NEW,
     DriftCursor,
     build_drift_sensor,
     build_reproducibility_checks,
@@ -266,7 +267,7 @@ def test_a_second_tick_flags_nothing_new(instance):
     assert second_tick.asset_events == []
     assert second_tick.run_requests in (None, [])
     assert second_tick.cursor == first_tick.cursor
-    assert second_tick.skip_message == "no new materialisations"
+    assert second_tick.skip_message == NOTHING_NEW
     assert drift_tag(instance, second) == SAME_INPUTS
 
 
@@ -491,7 +492,7 @@ def _judge_until_idle(
     cursor, judged, ticks = None, [], 0
     while True:
         data = tick(sensor, instance, cursor, report=False)
-        if data.skip_message:
+        if data.skip_message == NOTHING_NEW:
             break
         ticks += 1
         assert 0 < len(data.asset_events) <= per_tick

@@ -148,14 +148,15 @@ def _steps_branch(tree: Tree, title: str, steps: list[StepRecord]) -> None:
 def _evidence_branch(tree: Tree, record: RunRecord) -> None:
     branch = tree.add(Text("CODE AND ENVIRONMENT", style="cyan"))
     env = record.environment or {}
-    branch.add(f"code        : {record.code_hash or _NOT_RECORDED}")
+    packages = sorted((env.get("packages") or {}).items())
+    width = max([len("environment"), *(len(name) for name, _ in packages)])
     python = f"{env.get('python', _NOT_RECORDED)} ({env.get('implementation', '?')})"
-    branch.add(
-        f"python      : {python} on {env.get('platform', '?')} {env.get('machine', '')}".rstrip()
-    )
-    for name, version in sorted((env.get("packages") or {}).items()):
-        branch.add(f"{name:<12}: {version}")
-    branch.add(f"environment : {record.environment_hash or _NOT_RECORDED}")
+    machine = f"{env.get('platform', '?')} {env.get('machine', '')}".rstrip()
+    branch.add(f"{'code':<{width}} : {record.code_hash or _NOT_RECORDED}")
+    branch.add(f"{'python':<{width}} : {python} on {machine}")
+    for name, version in packages:
+        branch.add(f"{name:<{width}} : {version}")
+    branch.add(f"{'environment':<{width}} : {record.environment_hash or _NOT_RECORDED}")
     if record.timings:
         steps = tree.add(Text("TIMINGS", style="cyan"))
         for timing in record.timings:

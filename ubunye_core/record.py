@@ -32,6 +32,16 @@ def utc_now_text() -> str:
     return datetime.now(tz=timezone.utc).isoformat()
 
 
+def _parse_object(text: str | bytes | bytearray) -> dict[str, Any]:
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"not a JSON document: {exc}") from exc
+    if not isinstance(data, dict):
+        raise ValueError(f"a run record is a JSON object, not {type(data).__name__}")
+    return data
+
+
 class StepRecord(BaseModel):
     """One input or output of a run: where it is and what its rows hash to (rows-v1)."""
 
@@ -149,18 +159,12 @@ class RunRecord(BaseModel):
     @classmethod
     def model_validate_json(cls, json_data: str | bytes | bytearray, **kwargs: Any) -> RunRecord:  # type: ignore[override]
         """Load a record from JSON text, with the version 1 rule of ``model_validate``."""
-        return cls.from_json(json_data)
+        return cls.model_validate(_parse_object(json_data), **kwargs)
 
     @classmethod
     def from_json(cls, text: str | bytes | bytearray) -> RunRecord:
         """Parse one record document; anything but a JSON object is a ValueError saying so."""
-        try:
-            data = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise ValueError(f"not a JSON document: {exc}") from exc
-        if not isinstance(data, dict):
-            raise ValueError(f"a run record is a JSON object, not {type(data).__name__}")
-        return cls.model_validate(data)
+        return cls.model_validate(_parse_object(text))
 
     def to_dict(self) -> dict[str, Any]:
         """The record as plain JSON values, unknown fields included."""

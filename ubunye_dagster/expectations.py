@@ -37,7 +37,8 @@ class ExpectationFailed(Exception):
         self.output = output
         self.broken = [dict(entry) for entry in broken]
         lines = "; ".join(
-            f"{entry['rule']} ({entry['kind']}) broken by {entry['failed']} of {entry['total']} rows"
+            f"{entry['rule']} ({entry['kind']}) broken by {entry['failed']} "
+            f"of {entry['total']} rows"
             for entry in self.broken
         )
         super().__init__(
@@ -81,7 +82,7 @@ class RowCount(BaseModel):
 
 
 class Rule(BaseModel):
-    """One declared expectation: exactly one kind, a severity, a name (default ``<column>_<kind>``)."""
+    """One declared expectation: one kind, a severity, a name (default ``<column>_<kind>``)."""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -118,7 +119,8 @@ class Rule(BaseModel):
         kinds = [kind for kind in RULE_KINDS if getattr(self, kind) is not None]
         if len(kinds) != 1:
             raise ValueError(
-                f"a rule needs exactly one of {', '.join(RULE_KINDS)}; got {', '.join(kinds) or 'none'}"
+                f"a rule needs exactly one of {', '.join(RULE_KINDS)}; "
+                f"got {', '.join(kinds) or 'none'}"
             )
         if self.unique is not None and not self.unique:
             raise ValueError("'unique' needs at least one column")
@@ -133,8 +135,10 @@ def parse_rules(declared: Any, *, where: str = "ubunye/expectations") -> list[Ru
     if declared is None:
         return []
     declared = getattr(declared, "value", declared)  # a dg.MetadataValue.json(...) wrapper
-    if isinstance(declared, Mapping) or not isinstance(declared, Sequence) or isinstance(
-        declared, str
+    if (
+        isinstance(declared, Mapping)
+        or not isinstance(declared, Sequence)
+        or isinstance(declared, str)
     ):
         raise ExpectationError(f"{where} is a list of rules, not {type(declared).__name__}")
     rules = []
@@ -167,7 +171,7 @@ class RuleCounter(Protocol):
         """Rows where ``column`` is null, or NaN in a float column."""
 
     def count_outside(self, column: str, low: float | None, high: float | None) -> int:
-        """Rows where ``column`` is below ``low`` or above ``high`` (null and NaN are not counted)."""
+        """Rows where ``column`` is below ``low`` or above ``high`` (null and NaN never count)."""
 
     def count_not_in(self, column: str, values: Sequence[Any]) -> int:
         """Rows where ``column`` has a value outside ``values`` (null and NaN are not counted)."""

@@ -8,7 +8,8 @@ The mapping, one record per asset, per partition, per Dagster run:
 - run_id  = the Dagster run id, or ``<run id>.<encode_name(partition key)>`` for a partition
 
 so the record of ``AssetKey(["raw", "orders"])`` in group ``sales``, partition ``2024-01-31`` of
-run ``8c1d...`` is ``<usecase_dir>/.ubunye/lineage/dagster/sales/raw.orders/8c1d....2024-01-31.json``
+run ``8c1d...`` is
+``<usecase_dir>/.ubunye/lineage/dagster/sales/raw.orders/8c1d....2024-01-31.json``
 (with ``.`` encoded as ``%2E`` inside the partition part). Every part is reversible:
 :func:`asset_for_record` gives the key, group, run id and partition key back. A Dagster run id
 never contains ``.``, so the first ``.`` of a record run id separates the partition.

@@ -17,8 +17,8 @@ from typing import Any
 
 import dagster as dg
 from pydantic import Field, PrivateAttr
-from ubunye_core.record import StepRecord
 
+from ubunye_core.record import StepRecord
 from ubunye_dagster import recording
 from ubunye_dagster.expectations import (
     ExpectationFailed,
@@ -28,12 +28,12 @@ from ubunye_dagster.expectations import (
 )
 from ubunye_dagster.handlers import (
     FrameHandler,
+    arrow_files,
     default_handlers,
     handler_for_kind,
     handler_for_object,
     handler_for_type,
 )
-from ubunye_dagster.handlers import arrow_files
 from ubunye_dagster.handlers.base import DATA_HASH_KEY, SCHEMA_HASH_KEY, WRITER_KEY
 from ubunye_dagster.identity import RecordIdentity, check_usecase, record_run_id
 from ubunye_dagster.metadata import DATA_HASH, EXPECTATIONS, output_metadata
@@ -134,6 +134,16 @@ class UbunyeIOManager(dg.ConfigurableIOManager):
         parts = [path_segment(part) for part in identifier]
         parts[-1] += EXTENSION
         return self.base().joinpath(*parts)
+
+    def teardown_after_execution(self, context: dg.InitResourceContext) -> None:
+        """Finish the records of this run's steps that failed after loading their inputs.
+
+        Dagster tears resources down whether or not a step failed, and never calls
+        ``handle_output`` after a failure, so this is where such records get their error.
+        """
+        run = getattr(context, "run", None)
+        if run is not None:
+            recording.finalise_run(run.run_id)
 
     # --- write -----------------------------------------------------------------------------
 
@@ -272,7 +282,11 @@ class UbunyeIOManager(dg.ConfigurableIOManager):
 
     @staticmethod
     def _write_timing(handler: FrameHandler, step_name: str, seconds: float) -> dict[str, Any]:
-        return {"step": f"Writer:{handler.kind}-parquet", "output": step_name, "seconds": seconds}
+        return {
+            "step": f"Writer:{handler.kind}-parquet",
+            "output": step_name,
+            "seconds": round(seconds, 6),
+        }
 
     def _op_record(
         self, session: recording.StepSession, context: dg.OutputContext
@@ -327,7 +341,9 @@ class UbunyeIOManager(dg.ConfigurableIOManager):
         if not context.has_asset_key:
             upstream = context.upstream_output
             path = self._op_path(upstream.get_identifier())
-            frame = self._load_one(context, session, settings, path, context.name, None, None, wanted)
+            frame = self._load_one(
+                context, session, settings, path, context.name, None, None, wanted
+            )
             self._save_running(session, settings)
             return frame
         asset_key = context.asset_key
@@ -433,7 +449,7 @@ class UbunyeIOManager(dg.ConfigurableIOManager):
             step.source_note = f"not verified: the read could not be hashed ({step.hash_error})"
             return
         if step.data_hash == expected:
-            step.source_note = f"verified: the rows match the digest {source} recorded"
+            step.source_note = f"verified: the rows match the digest recorded by {source}"
             return
         if not loaded.same_rules_as_writer and step.schema_hash != (
             loaded.stored_schema_hash or step.schema_hash
@@ -483,4 +499,6 @@ def _recorded_digest(
     digest = getattr(value, "value", value)
     if not digest:
         return None, ""
-    return str(digest), f"Dagster's materialisation of {asset_key.to_user_string()} (run {records[0].run_id})"
+    return str(
+        digest
+    ), f"Dagster's materialisation of {asset_key.to_user_string()} (run {records[0].run_id})"

@@ -19,7 +19,9 @@ _SECRET_NAME = re.compile(
 )
 
 #: ``user:password@`` inside a URL.
-_URL_PASSWORD = re.compile(r"(?P<head>[A-Za-z][A-Za-z0-9+.-]*://[^/\s:@]*:)(?P<secret>[^@\s/]+)(?=@)")
+_URL_PASSWORD = re.compile(
+    r"(?P<head>[A-Za-z][A-Za-z0-9+.-]*://[^/\s:@]*:)(?P<secret>[^@\s/]+)(?=@)"
+)
 #: ``password=...``, ``token: ...`` and the like inside free text (query strings, JDBC, logs).
 _ASSIGNED_SECRET = re.compile(
     r"(?P<head>\b[\w.-]*(?:pass(?:word|wd)?|secret|token|api[_-]?key|access[_-]?key|"
@@ -49,7 +51,7 @@ def mask_text(text: str) -> str:
 
 
 def mask_tags(tags: Mapping[str, str]) -> dict[str, str]:
-    """Run tags to record: a secret-named tag's value becomes ``***``; others have secrets cut out."""
+    """Run tags to record: a secret-named tag's value is ``***``; others have secrets cut out."""
     return {
         str(name): (MASK if is_secret_name(str(name)) else mask_text(str(value)))
         for name, value in tags.items()

@@ -55,7 +55,7 @@ def column_schema(pairs: Sequence[tuple[str, str]]) -> dg.TableSchema:
 def inputs_summary(
     inputs: Sequence[StepRecord], asset_keys: Mapping[str, str | None]
 ) -> dict[str, dict[str, Any]]:
-    """The ``ubunye/inputs`` document: each input's asset key, data hash, row count and hash error."""
+    """The ``ubunye/inputs`` document: each input's asset key, data hash, rows and hash error."""
     return {
         step.name: {
             "asset_key": asset_keys.get(step.name),

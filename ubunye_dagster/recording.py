@@ -17,6 +17,7 @@ step, in this process) that the IO manager and ``UbunyeResource`` share:
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import inspect
 import json
@@ -32,7 +33,6 @@ from typing import Any
 from ubunye_core.evidence import code_hash, environment, environment_hash
 from ubunye_core.record import RunRecord, StepRecord
 from ubunye_core.store import LineageStore
-
 from ubunye_dagster.identity import RecordIdentity
 from ubunye_dagster.masking import mask_error, mask_tags
 
@@ -186,7 +186,7 @@ class StepSession:
             if self.transform_seconds is None:
                 since = self.last_read_epoch or self.started_epoch
                 self.transform_seconds = max(0.0, time.time() - since)
-            return {"step": f"Transform:{op_name}", "seconds": self.transform_seconds}
+            return {"step": f"Transform:{op_name}", "seconds": round(self.transform_seconds, 6)}
 
     def code_hash_of(self, folder: str | None) -> str | None:
         """``code_hash`` of ``folder``, computed once per step."""
@@ -366,10 +366,8 @@ def _output_seen(session: StepSession, output_name: str | None) -> bool:
 
 def _remove(open_record: OpenRecord) -> None:
     path = open_record.store.path_for(open_record.identity.task_path, open_record.identity.run_id)
-    try:
+    with contextlib.suppress(OSError):
         path.unlink(missing_ok=True)
-    except (FileNotFoundError, OSError):
-        pass
 
 
 # --- what the step context says about the step (Dagster internals, read in one place) --------
@@ -567,7 +565,10 @@ def open_running_records(session: StepSession, settings: Any) -> None:
         except ValueError:
             continue  # several partitions: refused when the output is written
         open_record = asset_record(
-            session, settings, asset_key=asset_key, output_name=output_name,
+            session,
+            settings,
+            asset_key=asset_key,
+            output_name=output_name,
             partition_key=partition_key,
         )
         if open_record.finished or open_record.record.status != "running":

@@ -19,10 +19,10 @@ from typing import Any, Literal
 
 import dagster as dg
 from pydantic import Field, field_validator
+
 from ubunye_core.hashing import Fingerprint, fingerprint
 from ubunye_core.record import RunRecord, StepRecord
 from ubunye_core.store import LineageStore
-
 from ubunye_dagster import recording
 from ubunye_dagster.identity import DEFAULT_USECASE, check_usecase
 from ubunye_dagster.metadata import output_metadata
@@ -91,7 +91,7 @@ class UbunyeResource(dg.ConfigurableResource):
         return LineageStore.for_usecase_dir(UPath(self.usecase_dir, **self.storage_options))
 
     def fingerprint(self, frame: Any) -> Fingerprint:
-        """rows-v1 of any pandas, Arrow, polars or Spark frame; a failure says why (never raises)."""
+        """rows-v1 of a pandas, Arrow, polars or Spark frame; a failure says why (never raises)."""
         return fingerprint(frame)
 
     def record_output(
@@ -162,6 +162,6 @@ class UbunyeResource(dg.ConfigurableResource):
 
     def teardown_after_execution(self, context: dg.InitResourceContext) -> None:
         """Finish the records of steps that failed after loading their inputs."""
-        run_id = getattr(context, "run_id", None)
-        if run_id:
-            recording.finalise_run(run_id)
+        run = getattr(context, "run", None)
+        if run is not None:
+            recording.finalise_run(run.run_id)

@@ -43,6 +43,9 @@ ALERT_ASSET_TAG = "ubunye/drift_asset"
 ALERT_RUN_TAG = "ubunye/drift_run_id"
 ALERT_PARTITION_TAG = "ubunye/drift_partition"
 
+#: The skip message of a tick that found no new materialisation.
+NOTHING_NEW = "no new materialisations"
+
 #: Severity of a failed check by drift reason: non-determinism is an error, the others a warning.
 SEVERITY_BY_REASON: Mapping[str, dg.AssetCheckSeverity] = {
     SAME_INPUTS: dg.AssetCheckSeverity.ERROR,
@@ -262,7 +265,7 @@ def build_drift_sensor(
             context.instance, cursor, settings, asset_keys
         )
         if moved_to == cursor:
-            return dg.SensorResult(skip_reason="no new materialisations", cursor=cursor.dump())
+            return dg.SensorResult(skip_reason=NOTHING_NEW, cursor=cursor.dump())
         tag_drifted_runs(context.instance, findings, settings.flag_reasons)
         flagged = [f for f in findings if f.judgement.is_flagged(settings.flag_reasons)]
         for finding in flagged:
@@ -273,6 +276,10 @@ def build_drift_sensor(
         run_requests = [_alert_request(f) for f in flagged] if alert_job is not None else []
         return dg.SensorResult(
             run_requests=run_requests,
+            # Without run requests Dagster records the tick as skipped; say what it did.
+            skip_reason=None
+            if run_requests
+            else f"judged {len(findings)} materialisation(s), {len(flagged)} flagged",
             asset_events=[check_evaluation_for(f, settings.flag_reasons) for f in findings],
             cursor=moved_to.dump(),
         )

@@ -1,4 +1,4 @@
-"""Parquet on a UPath through Arrow, written atomically, for the pandas, pyarrow and polars handlers.
+"""Parquet on a UPath through Arrow, written atomically, for the pandas, pyarrow, polars handlers.
 
 Local: the file is written beside its target under a hidden temporary name and renamed over it
 (one atomic rename). Object stores: the file is built in memory and sent with one put, so a reader
@@ -82,7 +82,7 @@ def replace_local(staged: str, final: str) -> None:
 
 
 def write_table_atomically(table: pa.Table, path: Any, notes: Mapping[str, str]) -> None:
-    """Write ``table`` as one Parquet file at ``path``; a failure leaves the previous file intact."""
+    """Write ``table`` as one Parquet file at ``path``; a failure leaves the previous one intact."""
     table = with_notes(table, notes)
     if is_local(path):
         final = str(path)
@@ -179,7 +179,11 @@ def pandas_view(table: pa.Table) -> pa.Table:
         kind = field.type
         if pa.types.is_dictionary(kind):
             column, kind = column.cast(kind.value_type), kind.value_type
-        if pa.types.is_null(kind) or pa.types.is_large_string(kind) or pa.types.is_string_view(kind):
+        if (
+            pa.types.is_null(kind)
+            or pa.types.is_large_string(kind)
+            or pa.types.is_string_view(kind)
+        ):
             column, kind = column.cast(pa.string()), pa.string()
         if pa.types.is_timestamp(kind):
             if kind.tz is None:

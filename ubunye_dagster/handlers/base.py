@@ -15,7 +15,6 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from ubunye_core.hashing.digest import Fingerprint
-
 from ubunye_dagster.expectations import RuleCounter
 
 #: Parquet footer / sidecar keys that say who wrote a materialisation and what it hashed to.

@@ -7,7 +7,6 @@ from collections.abc import Mapping
 from typing import Any
 
 from ubunye_core.hashing.digest import Fingerprint
-
 from ubunye_dagster.expectations import ArrowRuleCounter, RuleCounter
 from ubunye_dagster.handlers import arrow_files
 from ubunye_dagster.handlers.base import FrameHandler, LoadedFrame, StagedWrite, type_is
@@ -56,7 +55,7 @@ class ArrowStagedWrite(StagedWrite):
 
 
 def load_arrow(path: Any, convert: Any) -> LoadedFrame:
-    """Read the Parquet at ``path``; the frame is ``convert(table)``; the hash uses the writer's rules."""
+    """Read the Parquet at ``path`` as ``convert(table)``; it is hashed under its writer's rules."""
     started = time.perf_counter()
     table = arrow_files.read_table(path)
     notes = arrow_files.stored_notes(table, path)

@@ -1,4 +1,4 @@
-"""Spark DataFrames: written by Spark into a temporary folder, hashed there, then renamed into place.
+"""Spark DataFrames: written by Spark into a temporary folder, hashed there, renamed into place.
 
 The hash and the expectations read the files Spark wrote (one more scan), never the DataFrame the
 asset returned, so the asset's transform runs once. The SparkSession is the one of a
@@ -15,7 +15,6 @@ from contextlib import contextmanager
 from typing import Any
 
 from ubunye_core.hashing.digest import Fingerprint
-
 from ubunye_dagster.expectations import RuleCounter
 from ubunye_dagster.handlers import arrow_files
 from ubunye_dagster.handlers.base import (
