@@ -25,7 +25,10 @@ def bench_table(rows: int, seed: int = SEED) -> Any:
     floats = rng.normal(0.0, 1000.0, rows)
     floats[rng.random(rows) < 0.05] = np.nan
     words = np.array(["alpha", "beta", "gamma", "delta", "Mokoena, Thabo", "naïve", "ünïcödé"])
-    text = [f"{word}-{number}" for word, number in zip(rng.choice(words, rows), range(rows))]
+    text = [
+        f"{word}-{number}"
+        for word, number in zip(rng.choice(words, rows), range(rows), strict=True)
+    ]
     micros = rng.integers(0, 2_000_000_000_000_000, rows)
     return pa.table(
         {

@@ -16,8 +16,9 @@ def main() -> int:
 
     home = example_home()
     started = time.perf_counter()
+    print(f"Materialising the example shop into {home} ...", flush=True)
     with open_instance() as instance:
-        results = materialise_all(home, instance)
+        results = materialise_all(home, instance, report=lambda line: print(line, flush=True))
     materialised = sum(len(result.get_asset_materialization_events()) for result in results)
     print(
         f"\n{materialised} materialisations in {len(results)} runs "

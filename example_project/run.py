@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import dagster as dg
@@ -14,29 +14,37 @@ from example_project.definitions import DAILY_JOB, MAIN_JOB, USECASE, build_defi
 DAYS = ("2024-01-01", "2024-01-02", "2024-01-03")
 #: The asset whose trace the quick start prints.
 TRACED_ASSET = "sales/order_lines"
+#: Dagster's console logger at WARNING: the quick start prints one line per run instead.
+QUIET = {"loggers": {"console": {"config": {"log_level": "WARNING"}}}}
 
 
 def materialise_all(
-    home: Path, instance: dg.DagsterInstance, days: Sequence[str] = DAYS
+    home: Path,
+    instance: dg.DagsterInstance,
+    days: Sequence[str] = DAYS,
+    report: Callable[[str], None] = lambda line: None,
 ) -> list[dg.ExecuteInProcessResult]:
     """Run the main job for the first day and the daily job for the others; raise on failure."""
     defs = build_definitions(home)
-    results = [
-        defs.resolve_job_def(MAIN_JOB).execute_in_process(instance=instance, partition_key=days[0])
-    ]
-    daily = defs.resolve_job_def(DAILY_JOB)
-    results += [daily.execute_in_process(instance=instance, partition_key=day) for day in days[1:]]
+    plan = [(MAIN_JOB, days[0])] + [(DAILY_JOB, day) for day in days[1:]]
+    results = []
+    for job_name, day in plan:
+        job = defs.resolve_job_def(job_name)
+        result = job.execute_in_process(instance=instance, partition_key=day, run_config=QUIET)
+        keys = sorted(
+            event.asset_key.to_user_string() for event in result.get_asset_materialization_events()
+        )
+        report(f"run {result.run_id[:8]} {job_name} [{day}]: {', '.join(keys)}")
+        results.append(result)
     return results
 
 
 def open_instance() -> dg.DagsterInstance:
     """The instance under $DAGSTER_HOME when it is set (so `dagster dev` shows the runs), else a
     throw-away one."""
-    return (
-        dg.DagsterInstance.get()
-        if os.environ.get("DAGSTER_HOME")
-        else dg.DagsterInstance.ephemeral()
-    )
+    if os.environ.get("DAGSTER_HOME"):
+        return dg.DagsterInstance.get()
+    return dg.DagsterInstance.ephemeral()
 
 
 def trace_command(home: Path, asset: str = TRACED_ASSET) -> list[str]:

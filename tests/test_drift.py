@@ -11,10 +11,11 @@ from ubunye_dagster.drift import (
     INPUTS_CHANGED,
     INPUTS_UNKNOWN,
     SAME_INPUTS,
+    DriftEvidence,
     InputDigest,
-    Receipt,
     Verdict,
     carries_ubunye_metadata,
+    inputs_from_document,
     judge,
     strongest_reason,
     validate_flag_reasons,
@@ -24,7 +25,7 @@ CODE = "sha256:" + "c" * 64
 ENV = "sha256:" + "e" * 64
 
 
-def receipt(data_hash: str | None = "sha256:d1", **changes) -> Receipt:
+def receipt(data_hash: str | None = "sha256:d1", **changes) -> DriftEvidence:
     fields = {
         "data_hash": data_hash,
         "hash_method": "rows-v1",
@@ -33,7 +34,7 @@ def receipt(data_hash: str | None = "sha256:d1", **changes) -> Receipt:
         "inputs": {"orders": InputDigest(asset_key="raw/orders", data_hash="sha256:i1")},
     }
     fields.update(changes)
-    return Receipt(**fields)
+    return DriftEvidence(**fields)
 
 
 def test_without_a_previous_materialisation_nothing_is_judged():
@@ -157,31 +158,41 @@ def test_the_strongest_reason_is_same_inputs_then_unknown_then_changed():
     assert strongest_reason([INPUTS_CHANGED, INPUTS_UNKNOWN]) == INPUTS_UNKNOWN
 
 
-def test_a_receipt_is_read_from_the_brief_metadata_keys():
-    values = {
-        "ubunye/data_hash": "sha256:d1",
-        "ubunye/hash_method": "rows-v1",
-        "ubunye/code_hash": CODE,
-        "ubunye/environment_hash": ENV,
-        "ubunye/inputs": json.dumps(
-            {"orders": {"asset_key": "raw/orders", "data_hash": "sha256:i1", "row_count": 3}}
-        ),
-        "ubunye/record_path": "/x/run.json",
+def test_evidence_is_read_from_a_run_record_for_one_output():
+    record = {
+        "code_hash": CODE,
+        "environment_hash": ENV,
+        "inputs": [{"name": "orders", "data_hash": "sha256:i1", "row_count": 3}],
+        "outputs": [
+            {"name": "totals", "data_hash": "sha256:d1", "hash_method": "rows-v1"},
+            {"name": "rejects", "data_hash": None, "hash_error": "OSError: gone"},
+        ],
     }
-    read = Receipt.from_metadata(values)
-    assert read == receipt(record_path="/x/run.json").model_copy(
-        update={
-            "inputs": {
-                "orders": InputDigest(asset_key="raw/orders", data_hash="sha256:i1", row_count=3)
-            }
-        }
-    )
-    assert carries_ubunye_metadata(values)
+    totals = DriftEvidence.from_record(record, "totals")
+    assert totals == receipt(inputs={"orders": InputDigest(data_hash="sha256:i1", row_count=3)})
+    assert DriftEvidence.from_record(record, "rejects").hash_error == "OSError: gone"
+    with pytest.raises(ValueError, match="name the one to judge"):
+        DriftEvidence.from_record(record)
+    with pytest.raises(ValueError, match="no output 'scores'"):
+        DriftEvidence.from_record(record, "scores")
+
+
+def test_an_inputs_document_is_read_from_a_mapping_or_its_json_text():
+    document = {"orders": {"asset_key": "raw/orders", "data_hash": "sha256:i1", "row_count": 3}}
+    expected = {"orders": InputDigest(asset_key="raw/orders", data_hash="sha256:i1", row_count=3)}
+    assert inputs_from_document(document) == expected
+    assert inputs_from_document(json.dumps(document)) == expected
+    assert inputs_from_document(None) is None
+    assert inputs_from_document("not json") is None
+
+
+def test_ubunye_metadata_is_recognised_by_its_key_prefix():
+    assert carries_ubunye_metadata({"ubunye/data_hash": "sha256:d1"})
     assert not carries_ubunye_metadata({"dagster/row_count": 3})
 
 
 def test_a_run_record_fills_only_what_the_metadata_lacks():
-    sparse = Receipt(data_hash="sha256:d1", hash_method="rows-v1", code_hash="sha256:mine")
+    sparse = DriftEvidence(data_hash="sha256:d1", hash_method="rows-v1", code_hash="sha256:mine")
     record = {
         "code_hash": "sha256:from-record",
         "environment_hash": ENV,

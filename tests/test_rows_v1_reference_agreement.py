@@ -38,7 +38,7 @@ os.environ.setdefault("UBUNYE_HASH_WORKERS", "1")
 reference = pytest.importorskip("ubunye.lineage.content_hash")
 reference_pandas = pytest.importorskip("ubunye.adapters.pandas_adapter")
 
-EXAMPLES = {"arrow": 160, "pandas": 80, "wall_times": 80, "floats": 150}
+EXAMPLES = {"arrow": 400, "pandas": 200, "wall_times": 200, "floats": 300}
 RAN: dict[str, int] = dict.fromkeys(EXAMPLES, 0)
 
 GENERATED = settings(
@@ -129,6 +129,10 @@ def _int_range(bits: int, signed: bool) -> st.SearchStrategy[int]:
     return st.integers(0, (1 << bits) - 1)
 
 
+#: Enough digits for any decimal(38, s): the default context would round past 28.
+WIDE = decimal.Context(prec=80)
+
+
 @st.composite
 def decimal_columns(draw, n: int):
     precision = draw(st.integers(1, 38))
@@ -137,7 +141,7 @@ def decimal_columns(draw, n: int):
     ints = st.one_of(st.integers(-bound, bound), st.sampled_from([0, bound, -bound, 1, -1]))
     values = draw(
         st.lists(
-            st.none() | ints.map(lambda i: decimal.Decimal(i).scaleb(-scale)),
+            st.none() | ints.map(lambda i: decimal.Decimal(i).scaleb(-scale, WIDE)),
             min_size=n,
             max_size=n,
         )

@@ -1,16 +1,20 @@
 """The drift sensor against a real Dagster instance (sqlite in a temp folder).
 
-Materialisations here carry the brief's metadata keys, written by plain assets. The digests are a
-stand-in (sha256 of the rows as JSON): the sensor only compares receipts, it never hashes data.
-Each tick reports its asset events to the instance the way the sensor daemon does.
+Most materialisations here carry the brief's metadata keys written by plain assets; their digests
+are a stand-in (sha256 of the rows as JSON), as the sensor only compares receipts. One test runs
+real assets through `UbunyeIOManager`; one runs Dagster's sensor daemon and the UI's GraphQL
+queries. Elsewhere each tick reports its asset events to the instance as the daemon does.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import math
+import os
 import random
+import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -27,6 +31,7 @@ from ubunye_dagster.sensor import (
     DriftCursor,
     build_drift_sensor,
     build_reproducibility_checks,
+    evidence_from_metadata,
 )
 
 CODE_V1 = "sha256:" + "1" * 64
@@ -129,11 +134,18 @@ def drift_tag(instance: dg.DagsterInstance, run_id: str) -> str | None:
     return run.tags.get(DRIFT_TAG)
 
 
+#: sqlite commits are synchronous; a memory-backed folder (when the OS has one) keeps the
+#: instance on real sqlite storage without paying a disk flush per event.
+MEMORY_FOLDER = Path("/dev/shm")
+
+
 @pytest.fixture
 def instance(tmp_path: Path):
-    home = tmp_path / "dagster_home"
-    home.mkdir()
-    with dg.instance_for_test(temp_dir=str(home)) as test_instance:
+    base = MEMORY_FOLDER if MEMORY_FOLDER.is_dir() and os.access(MEMORY_FOLDER, os.W_OK) else None
+    with (
+        tempfile.TemporaryDirectory(dir=base, prefix="ubunye-drift-") as home,
+        dg.instance_for_test(temp_dir=home) as test_instance,
+    ):
         yield test_instance
 
 
@@ -237,24 +249,19 @@ def test_partitions_are_never_compared_with_each_other(instance):
         rows = [context.partition_key, len(context.partition_key)]
         return dg.Output(rows, metadata=receipt_metadata(rows))
 
+    sensor = build_drift_sensor([sales])
     north_first = materialise(instance, [sales], partition_key="north")
     materialise(instance, [sales], partition_key="south")
+    first_tick = tick(sensor, instance, None)
     materialise(instance, [sales], partition_key="north")
-    data = tick(build_drift_sensor([sales]), instance, None)
+    # The second north is judged in a later tick, so its predecessor comes from the event log.
+    second_tick = tick(sensor, instance, first_tick.cursor)
 
-    north_then_south_then_north = evaluations_of(data, "sales")
-    assert [meta(e, "ubunye/partition") for e in north_then_south_then_north] == [
-        "north",
-        "south",
-        "north",
-    ]
-    assert [meta(e, "ubunye/verdict") for e in north_then_south_then_north] == [
-        "not judged",
-        "not judged",
-        "unchanged",
-    ]
-    assert meta(north_then_south_then_north[2], "ubunye/previous_run") == north_first
-    assert all(e.passed for e in north_then_south_then_north)
+    judged = [*evaluations_of(first_tick, "sales"), *evaluations_of(second_tick, "sales")]
+    assert [meta(e, "ubunye/partition") for e in judged] == ["north", "south", "north"]
+    assert [meta(e, "ubunye/verdict") for e in judged] == ["not judged", "not judged", "unchanged"]
+    assert meta(judged[2], "ubunye/previous_run") == north_first
+    assert all(e.passed for e in judged)
 
 
 def test_a_second_tick_flags_nothing_new(instance):
@@ -347,7 +354,8 @@ def test_a_flag_requests_a_run_of_the_alert_job(instance):
     assert request.tags["ubunye/drift_asset"] == "totals"
     assert request.tags["ubunye/drift_run_id"] == second
     assert request.run_key.startswith("ubunye_drift:")
-    assert dg.Definitions(jobs=[drift_alert], sensors=[sensor]).get_sensor_def(sensor.name)
+    by_name = build_drift_sensor(pipeline(), name="drift_by_name", alert_job="drift_alert")
+    dg.Definitions.validate_loadable(dg.Definitions(jobs=[drift_alert], sensors=[sensor, by_name]))
 
 
 def test_only_watched_assets_are_judged(instance):
@@ -364,16 +372,17 @@ def test_watching_all_assets_passes_over_materialisations_without_ubunye_metadat
     materialise(instance, [plain])
     materialise(instance, pipeline())
     data = tick(build_drift_sensor(None), instance, None)
-    assert {e.asset_key for e in data.asset_events} == {dg.AssetKey("orders"), dg.AssetKey("totals")}
+    assert {e.asset_key for e in data.asset_events} == {
+        dg.AssetKey("orders"),
+        dg.AssetKey("totals"),
+    }
 
 
 def test_a_failed_hash_is_not_flagged_and_the_evaluation_says_why(instance):
     instance.report_runless_asset_event(
         dg.AssetMaterialization("scores", metadata=receipt_metadata([1]))
     )
-    failed = {
-        key: value for key, value in receipt_metadata([2]).items() if key != keys.DATA_HASH
-    }
+    failed = {key: value for key, value in receipt_metadata([2]).items() if key != keys.DATA_HASH}
     failed[keys.HASH_ERROR] = "ArrowInvalid: cannot read column"
     instance.report_runless_asset_event(dg.AssetMaterialization("scores", metadata=failed))
     data = tick(build_drift_sensor(["scores"]), instance, None)
@@ -422,6 +431,23 @@ def test_an_unreadable_run_record_leaves_the_inputs_unknown_and_says_so(instance
     evaluation = evaluations_of(tick(build_drift_sensor(["totals"]), instance, None), "totals")[-1]
     assert meta(evaluation, "ubunye/reason") == INPUTS_UNKNOWN
     assert any("missing-r2.json" in note for note in meta(evaluation, "ubunye/notes"))
+
+
+def test_the_receipt_is_read_from_the_io_managers_metadata_keys():
+    values = {
+        keys.DATA_HASH: "sha256:d1",
+        keys.HASH_METHOD: "rows-v1",
+        keys.CODE_HASH: CODE_V1,
+        keys.ENVIRONMENT_HASH: ENV_V1,
+        keys.INPUTS: {"orders": {"asset_key": "orders", "data_hash": "sha256:i1"}},
+        keys.RECORD_PATH: "/lineage/run.json",
+    }
+    evidence = evidence_from_metadata(values)
+    assert (evidence.data_hash, evidence.hash_method) == ("sha256:d1", "rows-v1")
+    assert (evidence.code_hash, evidence.environment_hash) == (CODE_V1, ENV_V1)
+    assert evidence.inputs is not None and evidence.inputs["orders"].data_hash == "sha256:i1"
+    assert evidence.record_path == "/lineage/run.json"
+    assert evidence_from_metadata({}).inputs is None
 
 
 def test_an_unreadable_cursor_is_refused_with_a_clear_error():
@@ -504,3 +530,113 @@ def _judge_until_idle(
     judged = [(sid, prev.value if prev is not None else None) for sid, prev in judged]
     assert ticks == math.ceil(len(judged) / per_tick)
     return judged
+
+
+# --- with the real IO manager and the real sensor daemon ------------------------------------
+
+
+def test_receipts_written_by_the_ubunye_io_manager_are_judged(instance, tmp_path):
+    pd = pytest.importorskip("pandas")
+    from ubunye_dagster import UbunyeIOManager, UbunyeResource
+
+    # No annotations: this module's annotations are strings, and the IO manager loads the
+    # type that was written anyway.
+    @dg.asset
+    def prices():
+        return pd.DataFrame({"sku": ["a", "b", "c"], "price": [1.5, 2.0, 3.25]})
+
+    @dg.asset
+    def jittered(prices):
+        return prices.assign(price=prices["price"] + [random.random() for _ in range(len(prices))])
+
+    resources = {
+        "io_manager": UbunyeIOManager(
+            base_path=str(tmp_path / "data"), ubunye=UbunyeResource(usecase_dir=str(tmp_path))
+        )
+    }
+    materialise(instance, [prices, jittered], resources=resources)
+    second = materialise(instance, [prices, jittered], resources=resources)
+    data = tick(build_drift_sensor([prices, jittered]), instance, None)
+
+    assert meta(evaluations_of(data, "prices")[-1], "ubunye/verdict") == "unchanged"
+    flagged = evaluations_of(data, "jittered")[-1]
+    assert not flagged.passed
+    assert meta(flagged, "ubunye/reason") == SAME_INPUTS
+    assert meta(flagged, "ubunye/data_hash").startswith("sha256:")
+    assert drift_tag(instance, second) == SAME_INPUTS
+
+
+@dg.asset(name="noisy")
+def _noisy_asset() -> dg.Output:
+    rows = [random.random()]
+    return dg.Output(rows, metadata=receipt_metadata(rows))
+
+
+#: Loaded by the in-process code location of the daemon test below.
+DAEMON_DEFS = dg.Definitions(
+    assets=[_noisy_asset],
+    asset_checks=build_reproducibility_checks([_noisy_asset]),
+    sensors=[build_drift_sensor([_noisy_asset], minimum_interval_seconds=1)],
+)
+
+
+UI_QUERY = """
+query DriftShown {
+  assetNodes(assetKeys: [{path: ["noisy"]}]) {
+    assetChecksOrError {
+      ... on AssetChecks {
+        checks { name executionForLatestMaterialization { status evaluation { severity } } }
+      }
+    }
+  }
+  runsOrError(filter: {tags: [{key: "ubunye/drift", value: "same inputs"}]}) {
+    ... on Runs { results { runId } }
+  }
+}
+"""
+
+
+def test_under_the_sensor_daemon_the_flag_shows_in_the_ui_and_the_cursor_is_kept(instance):
+    # Dagster's own daemon iteration and GraphQL schema (internal APIs): the tick's asset events
+    # reach the event log, the cursor is stored, and the UI's queries show check and tag.
+    graphql = pytest.importorskip("dagster_graphql.test.utils")
+    from dagster._core.remote_origin import InProcessCodeLocationOrigin
+    from dagster._core.test_utils import create_test_daemon_workspace_context
+    from dagster._core.types.loadable_target_origin import LoadableTargetOrigin
+    from dagster._core.workspace.load_target import InProcessWorkspaceLoadTarget
+    from dagster._daemon.sensor import execute_sensor_iteration
+
+    materialise(instance, [_noisy_asset])
+    second = materialise(instance, [_noisy_asset])
+    target = InProcessWorkspaceLoadTarget(
+        InProcessCodeLocationOrigin(
+            LoadableTargetOrigin(python_file=__file__, attribute="DAEMON_DEFS")
+        )
+    )
+    with create_test_daemon_workspace_context(target, instance) as workspace:
+        entry = next(iter(workspace.create_request_context().get_code_location_entries().values()))
+        assert entry.code_location is not None, entry.load_error
+        remote = entry.code_location.get_repository("__repository__").get_sensor(
+            "ubunye_drift_sensor"
+        )
+        instance.start_sensor(remote)
+        list(execute_sensor_iteration(workspace, logging.getLogger("drift-test"), None, None))
+        state = instance.get_instigator_state(remote.get_remote_origin_id(), remote.selector_id)
+        shown = graphql.execute_dagster_graphql(workspace.create_request_context(), UI_QUERY)
+
+    last = instance.fetch_materializations(dg.AssetKey("noisy"), limit=1).records[0]
+    assert DriftCursor.parse(state.instigator_data.cursor).after_storage_id == last.storage_id
+    check_key = dg.AssetCheckKey(dg.AssetKey("noisy"), CHECK_NAME)
+    execution = instance.event_log_storage.get_latest_asset_check_execution_by_key([check_key])
+    assert execution[check_key].status.value == "FAILED"
+    assert drift_tag(instance, second) == SAME_INPUTS
+    # What the UI asks for: the check against the latest materialisation, and runs by tag.
+    assert shown.errors is None, shown.errors
+    check = only(shown.data["assetNodes"][0]["assetChecksOrError"]["checks"])
+    assert check["name"] == CHECK_NAME
+    latest_execution = check["executionForLatestMaterialization"]
+    assert (latest_execution["status"], latest_execution["evaluation"]["severity"]) == (
+        "FAILED",
+        "ERROR",
+    )
+    assert [run["runId"] for run in shown.data["runsOrError"]["results"]] == [second]

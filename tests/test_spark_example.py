@@ -61,15 +61,16 @@ def quick_start_run(spark, tmp_path_factory: pytest.TempPathFactory) -> Iterator
     dagster_home = tmp_path_factory.mktemp("dagster_home")
     printed = io.StringIO()
     environment = {HOME_ENV: str(home), "DAGSTER_HOME": str(dagster_home)}
-    with mock.patch.dict(os.environ, environment), contextlib.redirect_stdout(printed):
-        exit_code = quick_start.main()
-    with dg.DagsterInstance.from_ref(dg.InstanceRef.from_dir(str(dagster_home))) as instance:
-        yield {
-            "home": home,
-            "instance": instance,
-            "exit_code": exit_code,
-            "out": printed.getvalue(),
-        }
+    with mock.patch.dict(os.environ, environment):
+        with contextlib.redirect_stdout(printed):
+            exit_code = quick_start.main()
+        with dg.DagsterInstance.get() as instance:
+            yield {
+                "home": home,
+                "instance": instance,
+                "exit_code": exit_code,
+                "out": printed.getvalue(),
+            }
 
 
 def record(home: Path, asset: str, run_id: str) -> dict[str, Any]:

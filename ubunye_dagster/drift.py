@@ -1,6 +1,7 @@
 """Judging one materialisation's receipt against the previous one of the same asset and partition.
 
-Pure logic: plain values in, a `Judgement` out. Dagster event-log access lives in `sensor.py`.
+Pure and engine neutral (no Dagster, no frame library): plain values or run records in, a
+`Judgement` out. Reading receipts from the Dagster event log lives in `sensor.py`.
 """
 
 from __future__ import annotations
@@ -12,8 +13,6 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
-from ubunye_dagster import metadata as keys
-
 #: The data moved while code, environment and every input digest stayed put: non-determinism.
 SAME_INPUTS = "same inputs"
 #: The data moved under the same code and environment, and at least one input digest moved.
@@ -23,7 +22,7 @@ INPUTS_UNKNOWN = "inputs unknown"
 #: Every drift reason, strongest signal first.
 DRIFT_REASONS: tuple[str, ...] = (SAME_INPUTS, INPUTS_UNKNOWN, INPUTS_CHANGED)
 
-#: Every key the IO manager writes starts with this.
+#: Every materialisation metadata key the IO manager writes starts with this.
 METADATA_PREFIX = "ubunye/"
 
 
@@ -47,7 +46,7 @@ class InputDigest(BaseModel):
     hash_error: str | None = None
 
 
-class Receipt(BaseModel):
+class DriftEvidence(BaseModel):
     """The fields of one materialisation's receipt that decide whether its data drifted.
 
     `inputs` is None when the receipt does not say what was read (unknown), and an empty
@@ -65,16 +64,22 @@ class Receipt(BaseModel):
     record_path: str | None = None
 
     @classmethod
-    def from_metadata(cls, values: Mapping[str, Any]) -> Receipt:
-        """Read a receipt from materialisation metadata already unwrapped to plain values."""
+    def from_record(
+        cls, record: Mapping[str, Any], output_name: str | None = None
+    ) -> DriftEvidence:
+        """The evidence a run record (v2 JSON as a dict) gives for one of its outputs.
+
+        `output_name` may be left out when the record has exactly one output.
+        """
+        step = _output_step(record.get("outputs"), output_name)
+        inputs = record.get("inputs")
         return cls(
-            data_hash=_text_or_none(values.get(keys.DATA_HASH)),
-            hash_method=_text_or_none(values.get(keys.HASH_METHOD)),
-            hash_error=_text_or_none(values.get(keys.HASH_ERROR)),
-            code_hash=_text_or_none(values.get(keys.CODE_HASH)),
-            environment_hash=_text_or_none(values.get(keys.ENVIRONMENT_HASH)),
-            inputs=_inputs_from_metadata(values.get(keys.INPUTS)),
-            record_path=_text_or_none(values.get(keys.RECORD_PATH)),
+            data_hash=_text_or_none(step.get("data_hash")),
+            hash_method=_text_or_none(step.get("hash_method")),
+            hash_error=_text_or_none(step.get("hash_error")),
+            code_hash=_text_or_none(record.get("code_hash")),
+            environment_hash=_text_or_none(record.get("environment_hash")),
+            inputs=_inputs_from_record_steps(inputs) if isinstance(inputs, list) else None,
         )
 
     @property
@@ -89,7 +94,7 @@ class Receipt(BaseModel):
 
     def filled_from_record(
         self, record: Mapping[str, Any], output_name: str | None = None
-    ) -> Receipt:
+    ) -> DriftEvidence:
         """Fill only the fields this receipt lacks from a run record (v2 JSON as a dict).
 
         The data hash itself is never taken from the record: the materialisation's own
@@ -155,7 +160,7 @@ def strongest_reason(reasons: Iterable[str]) -> str:
     raise ValueError(f"no drift reason among {sorted(present)!r}")
 
 
-def judge(current: Receipt, previous: Receipt | None) -> Judgement:
+def judge(current: DriftEvidence, previous: DriftEvidence | None) -> Judgement:
     """Compare a materialisation's receipt with the previous one of the same asset and partition."""
     if previous is None:
         return Judgement(
@@ -234,7 +239,7 @@ def _state(before: str | None, now: str | None) -> bool | None:
     return before != now
 
 
-def _missing_data_hash(receipt: Receipt, which: str) -> str | None:
+def _missing_data_hash(receipt: DriftEvidence, which: str) -> str | None:
     if receipt.data_hash is not None:
         return None
     why = f": {receipt.hash_error}" if receipt.hash_error else ""
@@ -248,8 +253,9 @@ def _text_or_none(value: Any) -> str | None:
     return text or None
 
 
-def _inputs_from_metadata(value: Any) -> dict[str, InputDigest] | None:
-    """Parse `ubunye/inputs` (a JSON mapping, or its text); None when absent or unreadable."""
+def inputs_from_document(value: Any) -> dict[str, InputDigest] | None:
+    """Parse an inputs document `{name: {asset_key, data_hash, row_count, hash_error}}` (a
+    mapping or its JSON text); None when absent or unreadable."""
     if value is None:
         return None
     if isinstance(value, str):
@@ -293,3 +299,19 @@ def _matching_output(
         if output_name is not None and step.get("name") == output_name:
             return step
     return candidates[0] if len(candidates) == 1 else None
+
+
+def _output_step(steps: Any, output_name: str | None) -> Mapping[str, Any]:
+    """The named output step of a record, or its only one; a clear error otherwise."""
+    outputs = (
+        [step for step in steps if isinstance(step, Mapping)] if isinstance(steps, list) else []
+    )
+    names = [str(step.get("name")) for step in outputs]
+    if output_name is not None:
+        for step in outputs:
+            if step.get("name") == output_name:
+                return step
+        raise ValueError(f"the record has no output {output_name!r} (outputs: {names})")
+    if len(outputs) != 1:
+        raise ValueError(f"the record has {len(outputs)} outputs {names}: name the one to judge")
+    return outputs[0]

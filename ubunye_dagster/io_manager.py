@@ -338,22 +338,30 @@ class UbunyeIOManager(dg.ConfigurableIOManager):
         step_context = context.step_context
         session = recording.open_session(step_context.run_id, step_context.step.key, step_context)
         wanted = annotated_frame_type(context.dagster_type)
+        try:
+            return self._load(context, session, settings, wanted)
+        finally:
+            # Even when this load failed, the step's record shows what it had loaded.
+            self._save_running(session, settings)
+
+    def _load(
+        self,
+        context: dg.InputContext,
+        session: recording.StepSession,
+        settings: UbunyeResource,
+        wanted: Any,
+    ) -> Any:
         if not context.has_asset_key:
-            upstream = context.upstream_output
-            path = self._op_path(upstream.get_identifier())
-            frame = self._load_one(
+            path = self._op_path(context.upstream_output.get_identifier())
+            return self._load_one(
                 context, session, settings, path, context.name, None, None, wanted
             )
-            self._save_running(session, settings)
-            return frame
         asset_key = context.asset_key
         if not context.has_asset_partitions:
             path = self._asset_path(asset_key, None)
-            frame = self._load_one(
+            return self._load_one(
                 context, session, settings, path, context.name, asset_key, None, wanted
             )
-            self._save_running(session, settings)
-            return frame
         keys = list(context.asset_partition_keys)
         allow_missing = bool(context.definition_metadata.get("allow_missing_partitions", False))
         frames: dict[str, Any] = {}
@@ -368,7 +376,6 @@ class UbunyeIOManager(dg.ConfigurableIOManager):
                 if not allow_missing:
                     raise
                 context.log.warning(f"partition {key} of {asset_key.to_user_string()} is missing")
-        self._save_running(session, settings)
         if len(keys) == 1:
             return frames.get(keys[0])
         return frames
@@ -397,6 +404,7 @@ class UbunyeIOManager(dg.ConfigurableIOManager):
     ) -> Any:
         handler = self._reader_for(path, wanted)
         loaded = handler.load(path, context, wanted)
+        mismatch = None
         asset_text = "/".join(asset_key.path) if asset_key is not None else None
         if settings.hash_inputs:
             started = time.perf_counter()
@@ -412,7 +420,9 @@ class UbunyeIOManager(dg.ConfigurableIOManager):
                 hash_basis=loaded.hash_basis,
             )
             if settings.verify_reads != "off":
-                self._verify(context, settings, step, loaded, path, asset_key, partition_key)
+                mismatch = self._verify(
+                    context, settings, step, loaded, path, asset_key, partition_key
+                )
         else:
             step = StepRecord(
                 name=name,
@@ -426,6 +436,8 @@ class UbunyeIOManager(dg.ConfigurableIOManager):
             read_seconds=round(loaded.read_seconds, 6),
             reader=f"{handler.kind}-parquet",
         )
+        if mismatch is not None:
+            raise UnverifiedReadError(mismatch)
         return loaded.frame
 
     def _verify(
@@ -437,20 +449,21 @@ class UbunyeIOManager(dg.ConfigurableIOManager):
         path: Any,
         asset_key: dg.AssetKey | None,
         partition_key: str | None,
-    ) -> None:
-        """Hold the digest read against the one recorded when the data was written."""
+    ) -> str | None:
+        """Hold the digest read against the one recorded when the data was written; returns the
+        error message when the step must fail (the step record says what was found either way)."""
         expected, source = _recorded_digest(context, asset_key, partition_key)
         if expected is None and loaded.stored_data_hash:
             expected, source = loaded.stored_data_hash, "the note stored with the file"
         if expected is None:
             step.source_note = "not verified: no digest was recorded when it was written"
-            return
+            return None
         if step.data_hash is None:
             step.source_note = f"not verified: the read could not be hashed ({step.hash_error})"
-            return
+            return None
         if step.data_hash == expected:
             step.source_note = f"verified: the rows match the digest recorded by {source}"
-            return
+            return None
         if not loaded.same_rules_as_writer and step.schema_hash != (
             loaded.stored_schema_hash or step.schema_hash
         ):
@@ -458,7 +471,7 @@ class UbunyeIOManager(dg.ConfigurableIOManager):
                 f"not verified: {loaded.writer} wrote it and this engine reads its types "
                 "differently, so the digests are not comparable"
             )
-            return
+            return None
         message = (
             f"{path} was changed after it was written: its rows now hash to {step.data_hash}, "
             f"but {source} recorded {expected} when it was written. Rematerialise "
@@ -467,8 +480,9 @@ class UbunyeIOManager(dg.ConfigurableIOManager):
         )
         step.source_note = f"verification failed: {message}"
         if settings.verify_reads == "fail":
-            raise UnverifiedReadError(message)
+            return message
         context.log.warning(message)
+        return None
 
 
 def _stored_writer(path: Any) -> str | None:

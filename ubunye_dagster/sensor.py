@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import dagster as dg
 from dagster._core.definitions.asset_checks.asset_check_evaluation import (
@@ -20,19 +20,26 @@ from dagster._core.definitions.asset_checks.asset_check_evaluation import (
 )
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from ubunye_dagster import metadata as metadata_keys
 from ubunye_dagster.drift import (
     DRIFT_REASONS,
     INPUTS_CHANGED,
     INPUTS_UNKNOWN,
     SAME_INPUTS,
+    DriftEvidence,
     Judgement,
-    Receipt,
     Verdict,
     carries_ubunye_metadata,
+    inputs_from_document,
     judge,
     strongest_reason,
     validate_flag_reasons,
 )
+
+if TYPE_CHECKING:
+    from dagster._core.definitions.unresolved_asset_job_definition import (
+        UnresolvedAssetJobDefinition,
+    )
 
 #: Name of the asset check the sensor reports on every watched asset.
 CHECK_NAME = "ubunye_reproducible"
@@ -64,6 +71,7 @@ class DriftSettings(BaseModel):
     model_config = ConfigDict(frozen=True)
 
     flag_reasons: tuple[str, ...] = DRIFT_REASONS
+    # Dagster refuses to fetch more than 10,000 event records in one query.
     max_events_per_tick: int = Field(default=200, ge=1, le=10_000)
     tick_time_budget_seconds: float | None = Field(default=30.0, ge=0)
     use_lineage_store: bool = True
@@ -112,10 +120,10 @@ class Finding(BaseModel):
     storage_id: int
     run_id: str
     timestamp: float
-    receipt: Receipt
+    receipt: DriftEvidence
     previous_storage_id: int | None = None
     previous_run_id: str | None = None
-    previous_receipt: Receipt | None = None
+    previous_receipt: DriftEvidence | None = None
     judgement: Judgement
     notes: tuple[str, ...] = ()
 
@@ -147,6 +155,19 @@ def watched_asset_keys(assets: Iterable[CoercibleToWatchedAsset]) -> list[dg.Ass
     return keys
 
 
+def evidence_from_metadata(values: Mapping[str, Any]) -> DriftEvidence:
+    """A receipt's drift evidence from materialisation metadata unwrapped to plain values."""
+    return DriftEvidence(
+        data_hash=_text_or_none(values.get(metadata_keys.DATA_HASH)),
+        hash_method=_text_or_none(values.get(metadata_keys.HASH_METHOD)),
+        hash_error=_text_or_none(values.get(metadata_keys.HASH_ERROR)),
+        code_hash=_text_or_none(values.get(metadata_keys.CODE_HASH)),
+        environment_hash=_text_or_none(values.get(metadata_keys.ENVIRONMENT_HASH)),
+        inputs=inputs_from_document(values.get(metadata_keys.INPUTS)),
+        record_path=_text_or_none(values.get(metadata_keys.RECORD_PATH)),
+    )
+
+
 def judge_pending_materialisations(
     instance: dg.DagsterInstance,
     cursor: DriftCursor,
@@ -163,7 +184,7 @@ def judge_pending_materialisations(
         instance, asset_keys, cursor.after_storage_id, settings.max_events_per_tick
     )
     findings: list[Finding] = []
-    latest: dict[tuple[dg.AssetKey, str | None], tuple[dg.EventLogRecord, Receipt]] = {}
+    latest: dict[tuple[dg.AssetKey, str | None], tuple[dg.EventLogRecord, DriftEvidence]] = {}
     records_cache: dict[str, Mapping[str, Any] | None] = {}
     last_looked_at = cursor.after_storage_id
     for index, record in enumerate(pending):
@@ -176,6 +197,12 @@ def judge_pending_materialisations(
         last_looked_at = record.storage_id
         values = _metadata_values(record)
         if asset_keys is None and not carries_ubunye_metadata(values):
+            # Remembered all the same: a later receipt's predecessor is this record, as it
+            # would be if looked up in the event log.
+            latest[(_asset_key(record), record.partition_key)] = (
+                record,
+                evidence_from_metadata(values),
+            )
             continue
         findings.append(_judge_record(instance, record, values, settings, latest, records_cache))
     return findings, DriftCursor(after_storage_id=last_looked_at)
@@ -233,7 +260,7 @@ def build_drift_sensor(
     *,
     name: str = "ubunye_drift_sensor",
     flag_reasons: Iterable[str] = DRIFT_REASONS,
-    alert_job: dg.JobDefinition | Any | None = None,
+    alert_job: dg.JobDefinition | UnresolvedAssetJobDefinition | str | None = None,
     minimum_interval_seconds: int = 60,
     max_events_per_tick: int = 200,
     tick_time_budget_seconds: float | None = 30.0,
@@ -244,7 +271,7 @@ def build_drift_sensor(
 
     `assets=None` watches every asset whose materialisations carry Ubunye metadata. A flagged
     materialisation tags its run `ubunye/drift=<reason>`, fails the `ubunye_reproducible` check
-    and, when `alert_job` (a job definition) is given, requests one run of it.
+    and, when `alert_job` (a job definition or the name of one) is given, requests one run of it.
     """
     settings = DriftSettings(
         flag_reasons=flag_reasons,
@@ -292,7 +319,8 @@ def build_drift_sensor(
             "Ubunye drift sensor: flags materialisations whose data changed while code and "
             f"environment did not. Watching: {watching}. Flags: {', '.join(settings.flag_reasons)}."
         ),
-        job=alert_job,
+        job=None if isinstance(alert_job, str) else alert_job,
+        job_name=alert_job if isinstance(alert_job, str) else None,
         default_status=default_status,
     )
 
@@ -397,7 +425,7 @@ def _judge_record(
     record: dg.EventLogRecord,
     values: Mapping[str, Any],
     settings: DriftSettings,
-    latest: dict[tuple[dg.AssetKey, str | None], tuple[dg.EventLogRecord, Receipt]],
+    latest: dict[tuple[dg.AssetKey, str | None], tuple[dg.EventLogRecord, DriftEvidence]],
     records_cache: dict[str, Mapping[str, Any] | None],
 ) -> Finding:
     """Judge one materialisation; `latest` remembers this tick's receipts per asset and partition.
@@ -466,9 +494,9 @@ def _receipt(
     settings: DriftSettings,
     records_cache: dict[str, Mapping[str, Any] | None],
     notes: list[str],
-) -> Receipt:
+) -> DriftEvidence:
     """The receipt from metadata; the run record fills only what the metadata lacks."""
-    receipt = Receipt.from_metadata(values)
+    receipt = evidence_from_metadata(values)
     if not (settings.use_lineage_store and receipt.lacks_evidence and receipt.record_path):
         return receipt
     path = receipt.record_path
@@ -498,6 +526,10 @@ def _metadata_values(record: dg.EventLogRecord) -> dict[str, Any]:
     if materialization is None:
         return {}
     return {key: value.value for key, value in materialization.metadata.items()}
+
+
+def _text_or_none(value: Any) -> str | None:
+    return None if value is None or value == "" else str(value)
 
 
 def _asset_key(record: dg.EventLogRecord) -> dg.AssetKey:

@@ -75,7 +75,7 @@ def spark_type_name(kind: Any) -> str:
 
 
 def spark_schema_pairs(df: Any) -> list[tuple[str, str]]:
-    """``(column name, canonical type name)`` for each column of a Spark DataFrame, in frame order."""
+    """``(column name, canonical type name)`` per column of a Spark DataFrame, in frame order."""
     return [(field.name, spark_type_name(field.dataType)) for field in df.schema.fields]
 
 
@@ -91,7 +91,7 @@ def lane_sums_from_piece_sums(piece_sums: Sequence[int | None]) -> tuple[int, in
     lanes = []
     for lane in range(2):
         pieces = values[lane * len(PIECE_SHIFTS) : (lane + 1) * len(PIECE_SHIFTS)]
-        total = sum(piece << shift for piece, shift in zip(pieces, PIECE_SHIFTS))
+        total = sum(piece << shift for piece, shift in zip(pieces, PIECE_SHIFTS, strict=True))
         lanes.append(total & LANE_MASK)
     return lanes[0], lanes[1]
 
@@ -101,7 +101,8 @@ def lane_pieces(lane: int) -> tuple[int, int, int]:
     if not 0 <= lane <= LANE_MASK:
         raise ValueError(f"a lane is an unsigned 64-bit integer, got {lane}")
     return tuple(  # type: ignore[return-value]
-        (lane >> shift) & ((1 << bits) - 1) for shift, bits in zip(PIECE_SHIFTS, PIECE_BITS)
+        (lane >> shift) & ((1 << bits) - 1)
+        for shift, bits in zip(PIECE_SHIFTS, PIECE_BITS, strict=True)
     )
 
 
@@ -129,7 +130,7 @@ def spark_row_count_and_lane_sums(df: Any) -> tuple[int, tuple[int, int]]:
     piece_sums = [
         F.sum(_lane_piece(F.col(lane), shift, bits)).alias(f"{lane}{shift}")
         for lane in ("a", "b")
-        for shift, bits in zip(PIECE_SHIFTS, PIECE_BITS)
+        for shift, bits in zip(PIECE_SHIFTS, PIECE_BITS, strict=True)
     ]
     digests = canonical_lines(df).select(F.sha2("line", 256).alias("d"))
     # Each lane is parsed once, as a signed long (conv to base -10), then cut with bit operations.

@@ -136,9 +136,13 @@ class SparkStagedWrite(StagedWrite):
         self.path = path
         self.staged = arrow_files.temporary_sibling(path)
         spark = df.sparkSession
-        with self.write_watch.timing(), _micros_timestamps(spark):
-            df.write.mode("error").parquet(spark_uri(self.staged))
-        self.written = spark.read.parquet(spark_uri(self.staged))
+        try:
+            with self.write_watch.timing(), _micros_timestamps(spark):
+                df.write.mode("error").parquet(spark_uri(self.staged))
+            self.written = spark.read.parquet(spark_uri(self.staged))
+        except BaseException:
+            self.discard()  # a job that failed midway leaves part files in the staging folder
+            raise
         self._fingerprint: Fingerprint | None = None
 
     def fingerprint(self) -> Fingerprint:

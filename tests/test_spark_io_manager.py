@@ -1,0 +1,222 @@
+"""UbunyeIOManager with Spark: the same digest as pandas, atomic folder writes, the transform run
+once, and the session of a dagster-pyspark PySparkResource."""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+from pathlib import Path
+
+import dagster as dg
+import pandas as pd
+import pyarrow as pa
+import pytest
+from dagster_pyspark import PySparkResource
+from ubunye_core.store import LineageStore
+
+from ubunye_dagster import UbunyeIOManager, UbunyeResource
+
+pytestmark = pytest.mark.spark
+
+TABLE = pa.table(
+    {
+        "id": pa.array([1, 2, 3, 4], pa.int64()),
+        "name": ["ana", None, "çé", "d\n"],
+        # No null in the float column: a pandas float column cannot tell null from NaN.
+        "score": [1.5, float("nan"), 2.0, -0.0],
+        "day": pa.array([dt.date(2024, 1, 1), None, dt.date(2024, 2, 29), dt.date(1969, 12, 31)]),
+        "at": pa.array(
+            [
+                dt.datetime(2024, 3, 10, 2, 30, tzinfo=dt.timezone.utc),
+                None,
+                dt.datetime(1999, 12, 31, 23, 59, 59, 999999, tzinfo=dt.timezone.utc),
+                dt.datetime(2024, 11, 3, 1, 30, tzinfo=dt.timezone.utc),
+            ],
+            pa.timestamp("us", tz="UTC"),
+        ),
+    }
+)
+
+
+def resources(root: Path, spark, **extra) -> dict:
+    manager = UbunyeIOManager(
+        base_path=str(root / "data"),
+        ubunye=UbunyeResource(usecase_dir=str(root)),
+        **{k: v for k, v in extra.items() if k == "spark_resource_key"},
+    )
+    key = extra.get("spark_resource_key", "pyspark")
+    return {"io_manager": manager, key: extra.get("resource", PySparkResource(spark_config={}))}
+
+
+def record_of(root: Path, task: str, run_id: str):
+    return LineageStore.for_usecase_dir(root).load(f"dagster/default/{task}", run_id)
+
+
+@dg.asset
+def pandas_people() -> pd.DataFrame:
+    return TABLE.to_pandas()
+
+
+@dg.asset
+def spark_people(pyspark: PySparkResource):
+    return pyspark.spark_session.createDataFrame(TABLE)
+
+
+def test_a_pandas_asset_and_a_spark_asset_with_the_same_rows_share_a_digest(tmp_path, spark):
+    result = dg.materialize([pandas_people, spark_people], resources=resources(tmp_path, spark))
+
+    from_pandas = record_of(tmp_path, "pandas_people", result.run_id).outputs[0]
+    from_spark = record_of(tmp_path, "spark_people", result.run_id)
+    assert from_spark.backend == "spark"
+    assert from_spark.outputs[0].data_hash == from_pandas.data_hash
+    assert from_spark.outputs[0].row_count == 4
+    assert (tmp_path / "data" / "spark_people.parquet" / "_SUCCESS").is_file()
+
+
+def test_a_spark_input_is_hashed_and_verified_against_the_writer(tmp_path, spark):
+    from pyspark.sql import DataFrame
+
+    @dg.asset(ins={"pandas_people": dg.AssetIn(dagster_type=DataFrame)})
+    def spark_reader(pyspark: PySparkResource, pandas_people):
+        return pandas_people.filter("id > 1")
+
+    result = dg.materialize(
+        [pandas_people, spark_reader], resources=resources(tmp_path, spark)
+    )
+
+    written = record_of(tmp_path, "pandas_people", result.run_id).outputs[0]
+    record = record_of(tmp_path, "spark_reader", result.run_id)
+    [read] = record.inputs
+    assert read.data_hash == written.data_hash
+    assert read.hash_basis == "recomputed"
+    assert read.source_note.startswith("verified")
+    assert record.outputs[0].row_count == 3
+
+
+CALLS = {"udf": None}
+
+
+@dg.asset
+def counted(pyspark: PySparkResource):
+    from pyspark.sql import functions as F
+    from pyspark.sql.types import LongType
+
+    session = pyspark.spark_session
+    calls = CALLS["udf"]
+
+    def times_ten(value):
+        calls.add(1)
+        return value * 10
+
+    frame = session.createDataFrame(TABLE.select(["id"]))
+    return frame.withColumn("big", F.udf(times_ten, LongType())("id"))
+
+
+def test_the_spark_output_is_hashed_from_the_written_files_so_the_transform_runs_once(
+    tmp_path, spark
+):
+    CALLS["udf"] = spark.sparkContext.accumulator(0)
+    result = dg.materialize([counted], resources=resources(tmp_path, spark))
+
+    assert CALLS["udf"].value == 4  # one call per row: the write; not again for the hash
+    output = record_of(tmp_path, "counted", result.run_id).outputs[0]
+    assert output.row_count == 4 and output.hash_basis == "materialised"
+
+
+FAIL = {"now": False}
+
+
+@dg.asset
+def flaky(pyspark: PySparkResource):
+    from pyspark.sql import functions as F
+    from pyspark.sql.types import LongType
+
+    broken = FAIL["now"]
+
+    def maybe_fail(value):
+        if broken and value == 3:
+            raise ValueError("row 3 is poisoned")
+        return value
+
+    frame = pyspark.spark_session.createDataFrame(TABLE.select(["id"]))
+    return frame.withColumn("checked", F.udf(maybe_fail, LongType())("id"))
+
+
+def test_a_failed_spark_write_leaves_the_previous_materialisation_readable(tmp_path, spark):
+    FAIL["now"] = False
+    assert dg.materialize([flaky], resources=resources(tmp_path, spark)).success
+    target = tmp_path / "data" / "flaky.parquet"
+    before = sorted(spark.read.parquet(str(target)).toArrow().column("id").to_pylist())
+
+    FAIL["now"] = True
+    result = dg.materialize([flaky], resources=resources(tmp_path, spark), raise_on_error=False)
+
+    assert not result.success
+    after = sorted(spark.read.parquet(str(target)).toArrow().column("id").to_pylist())
+    assert after == before == [1, 2, 3, 4]
+    assert os.listdir(target.parent) == ["flaky.parquet"]  # no temporary folder left behind
+    latest = LineageStore.for_usecase_dir(tmp_path).list_runs("dagster/default/flaky")[0]
+    assert latest.status == "error" and "poisoned" in latest.error
+
+
+@dg.asset(metadata={"ubunye/expectations": [{"between": {"column": "score", "max": 1.0}}]})
+def scored(pyspark: PySparkResource):
+    return pyspark.spark_session.createDataFrame(TABLE.select(["id", "score"]))
+
+
+def test_spark_expectations_are_checked_on_the_written_rows_before_they_are_put_in_place(
+    tmp_path, spark
+):
+    result = dg.materialize([scored], resources=resources(tmp_path, spark), raise_on_error=False)
+
+    assert not result.success  # 1.5 and 2.0 > 1.0; NaN is not counted as out of range
+    [record] = LineageStore.for_usecase_dir(tmp_path).list_runs("dagster/default/scored")
+    [entry] = record.expectations
+    assert (entry["failed"], entry["total"], entry["passed"]) == (2, 4, False)
+    assert not (tmp_path / "data" / "scored.parquet").exists()
+    assert os.listdir(tmp_path / "data") == []
+
+
+class CountingPySpark(PySparkResource):
+    """A PySparkResource that counts who asks for its session."""
+
+    def count(self) -> int:
+        return SESSION_ASKED["n"]
+
+    @property
+    def spark_session(self):
+        SESSION_ASKED["n"] += 1
+        return super().spark_session
+
+
+SESSION_ASKED = {"n": 0}
+
+
+def test_spark_inputs_are_read_with_the_session_of_the_configured_pyspark_resource(
+    tmp_path, spark
+):
+    from pyspark.sql import DataFrame
+
+    @dg.asset
+    def made(spark_here: CountingPySpark):
+        return spark.createDataFrame(TABLE.select(["id"]))
+
+    @dg.asset(ins={"made": dg.AssetIn(dagster_type=DataFrame)})
+    def used(spark_here: CountingPySpark, made):
+        SESSION_ASKED["seen_in_asset"] = made.sparkSession
+        return made
+
+    SESSION_ASKED["n"] = 0
+    result = dg.materialize(
+        [made, used],
+        resources=resources(
+            tmp_path,
+            spark,
+            spark_resource_key="spark_here",
+            resource=CountingPySpark(spark_config={}),
+        ),
+    )
+
+    assert result.success
+    assert SESSION_ASKED["n"] >= 1  # the assets never ask: the IO manager did
+    assert SESSION_ASKED["seen_in_asset"] is spark
