@@ -43,10 +43,45 @@ def bench_table(rows: int, seed: int = SEED) -> Any:
     )
 
 
-def _timed(hash_frame: Any, df: Any) -> tuple[float, Any]:
+def _jvm_cpu_seconds() -> float | None:
+    """CPU seconds (user + system) used so far by the JVMs this process started (Linux only).
+
+    Wall time is at the mercy of whatever else runs on the machine; CPU time much less so.
+    """
+    import os
+
+    ticks = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+    children: dict[int, list[int]] = {}
+    stats: dict[int, list[str]] = {}
+    try:
+        for entry in os.listdir("/proc"):
+            if entry.isdigit():
+                with open(f"/proc/{entry}/stat") as handle:
+                    text = handle.read()
+                fields = text[text.rindex(")") + 2 :].split()
+                pid = int(entry)
+                stats[pid] = [text[text.index("(") + 1 : text.rindex(")")], *fields]
+                children.setdefault(int(fields[1]), []).append(pid)
+    except OSError:
+        return None
+    total, todo = 0, list(children.get(os.getpid(), []))
+    while todo:
+        pid = todo.pop()
+        todo.extend(children.get(pid, []))
+        name, *fields = stats[pid]
+        if name == "java":
+            total += int(fields[11]) + int(fields[12])  # utime, stime
+    return total / ticks if total else None
+
+
+def _timed(hash_frame: Any, df: Any) -> tuple[float, float | None, Any]:
+    cpu_before = _jvm_cpu_seconds()
     start = time.perf_counter()
     result = hash_frame(df)
-    return time.perf_counter() - start, result
+    elapsed = time.perf_counter() - start
+    cpu_after = _jvm_cpu_seconds()
+    cpu = None if cpu_before is None or cpu_after is None else cpu_after - cpu_before
+    return elapsed, cpu, result
 
 
 def run_spark_bench(spark: Any, rows: int = 1_000_000, repeats: int = 3) -> dict:
@@ -67,16 +102,24 @@ def run_spark_bench(spark: Any, rows: int = 1_000_000, repeats: int = 3) -> dict
         df = spark.read.parquet(str(path))
         digests = {name: hash_frame(df) for name, hash_frame in contenders.items()}  # warm-up
         seconds: dict[str, list[float]] = {name: [] for name in contenders}
+        cpu_seconds: dict[str, list[float]] = {name: [] for name in contenders}
         for round_number in range(repeats):
             order = list(contenders) if round_number % 2 == 0 else list(reversed(contenders))
             for name in order:
-                elapsed, result = _timed(contenders[name], df)
+                elapsed, cpu, result = _timed(contenders[name], df)
                 seconds[name].append(elapsed)
+                if cpu is not None:
+                    cpu_seconds[name].append(cpu)
                 if result != digests[name]:
                     raise RuntimeError(f"{name} gave two different digests for one frame")
     ours, reference = digests["ours"], digests["reference"]
     median_ours = statistics.median(seconds["ours"])
     median_reference = statistics.median(seconds["reference"])
+    cpu_ratio = (
+        statistics.median(cpu_seconds["reference"]) / statistics.median(cpu_seconds["ours"])
+        if len(cpu_seconds["ours"]) == repeats and len(cpu_seconds["reference"]) == repeats
+        else None
+    )
     return {
         "rows": rows,
         "repeats": repeats,
@@ -85,6 +128,9 @@ def run_spark_bench(spark: Any, rows: int = 1_000_000, repeats: int = 3) -> dict
         "median_ours": median_ours,
         "median_reference": median_reference,
         "ratio_reference_over_ours": median_reference / median_ours,
+        "jvm_cpu_seconds_ours": cpu_seconds["ours"],
+        "jvm_cpu_seconds_reference": cpu_seconds["reference"],
+        "jvm_cpu_ratio_reference_over_ours": cpu_ratio,
         "digests_equal": (ours.data_hash, ours.schema_hash, ours.row_count)
         == (reference.data_hash, reference.schema_hash, reference.row_count),
         "data_hash": ours.data_hash,
@@ -121,10 +167,23 @@ def main() -> None:
         result = run_spark_bench(spark, rows=args.rows, repeats=args.repeats)
     finally:
         spark.stop()
-    print(f"rows: {result['rows']:,}  repeats: {result['repeats']}")
-    print(f"ours      median {result['median_ours']:.3f} s  {result['seconds_ours']}")
-    print(f"reference median {result['median_reference']:.3f} s  {result['seconds_reference']}")
-    print(f"ratio reference/ours: {result['ratio_reference_over_ours']:.2f}")
+
+    def listed(values: list[float]) -> str:
+        return ", ".join(f"{value:.2f}" for value in values)
+
+    print(f"rows: {result['rows']:,}  repeats: {result['repeats']}  (Spark local[2])")
+    print(f"ours      median {result['median_ours']:.3f} s  [{listed(result['seconds_ours'])}]")
+    print(
+        f"reference median {result['median_reference']:.3f} s"
+        f"  [{listed(result['seconds_reference'])}]"
+    )
+    print(f"ratio reference/ours (wall): {result['ratio_reference_over_ours']:.2f}")
+    if result["jvm_cpu_ratio_reference_over_ours"] is not None:
+        print(
+            f"JVM CPU seconds ours [{listed(result['jvm_cpu_seconds_ours'])}]"
+            f"  reference [{listed(result['jvm_cpu_seconds_reference'])}]"
+        )
+        print(f"ratio reference/ours (JVM CPU): {result['jvm_cpu_ratio_reference_over_ours']:.2f}")
     print(f"digests equal: {result['digests_equal']}  ({result['data_hash']})")
     if not result["digests_equal"]:
         raise SystemExit("digests differ")

@@ -10,6 +10,7 @@ from dagster_pyspark import PySparkResource
 from example_project.assets import customers, raw, sales, spark
 from example_project.paths import data_dir, example_home
 from ubunye_dagster import UbunyeIOManager, UbunyeResource
+from ubunye_dagster.sensor import build_drift_sensor, build_reproducibility_checks
 
 #: The usecase part of every task path ("example_shop/<group>/<asset key>").
 USECASE = "example_shop"
@@ -17,6 +18,10 @@ USECASE = "example_shop"
 MAIN_JOB = "all_assets"
 #: The partitioned asset alone, for the other days.
 DAILY_JOB = "daily_orders"
+
+#: The drift sensor's name and how often the daemon runs it.
+DRIFT_SENSOR = "ubunye_drift_sensor"
+DRIFT_SENSOR_INTERVAL_SECONDS = 30
 
 #: A small local Spark: two cores, no UI, so it starts fast and opens no port.
 SPARK_CONFIG = {
@@ -36,12 +41,22 @@ def build_definitions(home: Path) -> dg.Definitions:
         base_path=str(data_dir(home)),
         ubunye=UbunyeResource(usecase_dir=str(home), usecase=USECASE),
     )
-    main_job = dg.define_asset_job(MAIN_JOB, selection=dg.AssetSelection.all())
+    # The jobs leave the reproducibility checks out: the drift sensor reports those.
+    everything = dg.AssetSelection.all() - dg.AssetSelection.all_asset_checks()
+    main_job = dg.define_asset_job(MAIN_JOB, selection=everything)
     daily_job = dg.define_asset_job(
-        DAILY_JOB, selection=dg.AssetSelection.assets(sales.daily_orders)
+        DAILY_JOB, selection=dg.AssetSelection.assets(sales.daily_orders).without_checks()
+    )
+    drift_sensor = build_drift_sensor(
+        ASSETS,
+        name=DRIFT_SENSOR,
+        minimum_interval_seconds=DRIFT_SENSOR_INTERVAL_SECONDS,
+        default_status=dg.DefaultSensorStatus.RUNNING,
     )
     return dg.Definitions(
         assets=ASSETS,
+        asset_checks=build_reproducibility_checks(ASSETS),
+        sensors=[drift_sensor],
         jobs=[main_job, daily_job],
         resources={"io_manager": io_manager, "pyspark": PySparkResource(spark_config=SPARK_CONFIG)},
         # One process per run: the Spark steps share one JVM instead of starting one each.

@@ -99,6 +99,53 @@ LOCATION_STATUS = """
 }
 """
 
+SENSOR_TICKS = """
+query Ticks($selector: SensorSelector!) {
+  sensorOrError(sensorSelector: $selector) {
+    __typename
+    ... on Sensor {
+      sensorState {
+        status
+        ticks(limit: 20) { status timestamp skipReason error { message } }
+      }
+    }
+    ... on Error { message }
+  }
+}
+"""
+
+LATEST_CHECK = """
+query Check($key: AssetKeyInput!) {
+  assetNodeOrError(assetKey: $key) {
+    __typename
+    ... on AssetNode {
+      assetChecksOrError {
+        __typename
+        ... on AssetChecks {
+          checks {
+            name
+            executionForLatestMaterialization {
+              runId
+              status
+              evaluation {
+                success
+                targetMaterialization { runId }
+                metadataEntries {
+                  __typename
+                  label
+                  ... on TextMetadataEntry { text }
+                  ... on JsonMetadataEntry { jsonString }
+                }
+              }
+            }
+          }
+        }
+      }
+    }
+  }
+}
+"""
+
 FINISHED = {"SUCCESS", "FAILURE", "CANCELED"}
 
 
@@ -287,3 +334,30 @@ class DagsterDev:
             "partition": latest["partition"],
             "metadata": {e["label"]: metadata_value(e) for e in latest["metadataEntries"]},
         }
+
+    def sensor_ticks(self, sensor_name: str) -> dict[str, Any]:
+        """The sensor's state (RUNNING or STOPPED) and its latest ticks, newest first."""
+        selector = {
+            "repositoryLocationName": LOCATION,
+            "repositoryName": REPOSITORY,
+            "sensorName": sensor_name,
+        }
+        answer = self.graphql(SENSOR_TICKS, {"selector": selector})["sensorOrError"]
+        if answer["__typename"] != "Sensor":
+            raise WebserverError(f"sensor {sensor_name}: {answer}")
+        return answer["sensorState"]
+
+    def check_for_latest_materialisation(
+        self, asset_key: list[str], check_name: str
+    ) -> dict[str, Any] | None:
+        """The execution of `check_name` that targets the asset's latest materialisation, if any."""
+        answer = self.graphql(LATEST_CHECK, {"key": {"path": asset_key}})["assetNodeOrError"]
+        if answer["__typename"] != "AssetNode":
+            raise WebserverError(f"no asset {'/'.join(asset_key)}: {answer}")
+        checks = answer["assetChecksOrError"]
+        if checks["__typename"] != "AssetChecks":
+            raise WebserverError(f"asset checks of {'/'.join(asset_key)}: {checks}")
+        for check in checks["checks"]:
+            if check["name"] == check_name:
+                return check["executionForLatestMaterialization"]
+        raise WebserverError(f"{'/'.join(asset_key)} declares no check {check_name}")

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from ubunye_dagster.drift import (
+from ubunye_core.drift import (
     DRIFT_REASONS,
     INPUTS_CHANGED,
     INPUTS_UNKNOWN,

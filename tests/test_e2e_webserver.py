@@ -10,15 +10,17 @@ import json
 import shutil
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from example_project.definitions import MAIN_JOB, USECASE
+from example_project.definitions import DRIFT_SENSOR, MAIN_JOB, USECASE
 from example_project.run import DAYS
 from example_project.webserver import DagsterDev
+from ubunye_dagster.sensor import CHECK_NAME
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(300)]
 
@@ -102,3 +104,25 @@ def test_the_ui_data_hash_is_what_the_reference_cli_traces(served_run: dict[str,
     (output,) = document["outputs"]
     assert document["run_id"] == served_run["run_id"]
     assert output["data_hash"] == served_run["latest"]["metadata"]["ubunye/data_hash"]
+
+
+def test_the_daemon_ticks_the_drift_sensor_and_it_judges_the_run(
+    served_run: dict[str, Any],
+) -> None:
+    server = served_run["server"]
+    deadline = time.monotonic() + 120
+    judged = None
+    while judged is None and time.monotonic() < deadline:
+        execution = server.check_for_latest_materialisation(ASSET, CHECK_NAME)
+        evaluation = (execution or {}).get("evaluation") or {}
+        target = evaluation.get("targetMaterialization") or {}
+        if target.get("runId") == served_run["run_id"]:
+            judged = evaluation
+        else:
+            time.sleep(2)
+    state = server.sensor_ticks(DRIFT_SENSOR)
+    assert judged is not None, f"sensor state: {state}\n{server.log_tail()}"
+    assert state["status"] == "RUNNING"
+    assert state["ticks"], "the daemon never ticked the drift sensor"
+    # A first materialisation has nothing to be compared with, so nothing is flagged.
+    assert judged["success"] is True

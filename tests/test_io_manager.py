@@ -12,10 +12,10 @@ from pathlib import Path
 import dagster as dg
 import pandas as pd
 import pytest
+
 from ubunye_core import fingerprint
 from ubunye_core.evidence import code_hash, environment, environment_hash
 from ubunye_core.store import LineageStore
-
 from ubunye_dagster import UbunyeIOManager, UbunyeResource
 from ubunye_dagster.identity import (
     asset_for_record,
@@ -34,7 +34,9 @@ def io_manager(root: Path, **settings) -> UbunyeIOManager:
     )
 
 
-def run(assets, root: Path, *, instance=None, resources=None, **kwargs) -> dg.ExecuteInProcessResult:
+def run(
+    assets, root: Path, *, instance=None, resources=None, **kwargs
+) -> dg.ExecuteInProcessResult:
     resources = {"io_manager": io_manager(root), **(resources or {})}
     return dg.materialize(assets, resources=resources, instance=instance, **kwargs)
 
@@ -55,7 +57,12 @@ ORDERS = pd.DataFrame(
         "customer": ["ana", "bo", None, "dee"],
         "amount": [10.5, float("nan"), 3.25, 7.0],
         "placed": pd.to_datetime(
-            ["2024-03-10 01:30:00", "2024-03-10 02:30:00", "2024-03-11 00:00:00", "2024-03-12 23:59:59"]
+            [
+                "2024-03-10 01:30:00",
+                "2024-03-10 02:30:00",
+                "2024-03-11 00:00:00",
+                "2024-03-12 23:59:59",
+            ]
         ),
     }
 )
@@ -94,7 +101,11 @@ def test_the_record_carries_the_evidence_of_adr_006(tmp_path):
     result = run([orders, order_totals], tmp_path)
 
     record = record_of(tmp_path, "dagster/sales/order_totals", result.run_id)
-    assert (record.usecase, record.package, record.task_name) == ("dagster", "sales", "order_totals")
+    assert (record.usecase, record.package, record.task_name) == (
+        "dagster",
+        "sales",
+        "order_totals",
+    )
     assert record.record_version == 2
     assert record.engine_version.startswith("ubunye-dagster ")
     assert record.backend == "pandas"
@@ -261,9 +272,7 @@ def test_several_upstream_partitions_load_as_a_dict_and_each_is_recorded(tmp_pat
     result = run([readings, all_readings], tmp_path, instance=instance, selection=[all_readings])
 
     record = record_of(tmp_path, "dagster/default/all_readings", result.run_id)
-    assert [step.name for step in record.inputs] == [
-        f"readings[2024-01-0{d}]" for d in range(1, 5)
-    ]
+    assert [step.name for step in record.inputs] == [f"readings[2024-01-0{d}]" for d in range(1, 5)]
     assert all(step.row_count == 2 and step.data_hash for step in record.inputs)
     assert record.outputs[0].row_count == 8
     assert set(metadata_of(result, "all_readings")["ubunye/inputs"]) == {
@@ -430,3 +439,33 @@ def test_an_asset_without_a_group_is_filed_under_the_default_package():
 def test_an_unsafe_usecase_is_refused_when_the_resource_is_built():
     with pytest.raises(ValueError, match="usecase must be"):
         UbunyeResource(usecase="../elsewhere")
+
+
+@dg.op
+def make_numbers() -> pd.DataFrame:
+    return pd.DataFrame({"n": [1, 2, 3]})
+
+
+@dg.op
+def add_one(numbers: pd.DataFrame) -> pd.DataFrame:
+    return numbers + 1
+
+
+@dg.graph
+def numbers_graph():
+    add_one(make_numbers())
+
+
+def test_op_outputs_are_stored_by_run_and_step_and_recorded_under_the_job(tmp_path):
+    job = numbers_graph.to_job(
+        name="numbers_job", resource_defs={"io_manager": io_manager(tmp_path)}
+    )
+    result = job.execute_in_process()
+
+    assert (tmp_path / "data" / result.run_id / "add_one" / "result.parquet").is_file()
+    record = record_of(tmp_path, "dagster/numbers_job/add_one.result", result.run_id)
+    assert record.status == "success"
+    [read] = record.inputs
+    assert (read.name, read.row_count) == ("numbers", 3)
+    written = record_of(tmp_path, "dagster/numbers_job/make_numbers.result", result.run_id)
+    assert read.data_hash == written.outputs[0].data_hash

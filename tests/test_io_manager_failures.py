@@ -10,8 +10,8 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from ubunye_core.store import LineageStore
 
+from ubunye_core.store import LineageStore
 from ubunye_dagster import UbunyeIOManager, UbunyeResource
 from ubunye_dagster.expectations import ExpectationError, parse_rules
 from ubunye_dagster.handlers import arrow_files
@@ -249,7 +249,10 @@ def test_every_expectation_result_passed_or_not_is_in_record_and_metadata(tmp_pa
         "total": 4,
         "passed": True,
     }
-    assert (by_rule["order_id_unique"]["failed"], by_rule["order_id_unique"]["passed"]) == (2, False)
+    assert (by_rule["order_id_unique"]["failed"], by_rule["order_id_unique"]["passed"]) == (
+        2,
+        False,
+    )
     assert by_rule["amount_range"]["failed"] == 0  # NaN and null are not out of range
     assert by_rule["status_one_of"]["failed"] == 0  # a null passes one_of
     meta = result.asset_materializations_for_node("checked_orders")[0].metadata

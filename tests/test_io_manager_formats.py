@@ -13,9 +13,9 @@ import pandas as pd
 import polars as pl
 import pyarrow as pa
 import pytest
+
 from ubunye_core import fingerprint
 from ubunye_core.store import LineageStore
-
 from ubunye_dagster import UbunyeIOManager, UbunyeResource
 from ubunye_dagster.handlers import arrow_files
 
@@ -151,9 +151,7 @@ def test_storage_and_records_work_on_an_fsspec_url(tmp_path):
         base_path="memory://ubunye-test/data",
         ubunye=UbunyeResource(lineage_dir="memory://ubunye-test/lineage"),
     )
-    result = dg.materialize(
-        [written_by_pandas, read_as_arrow], resources={"io_manager": manager}
-    )
+    result = dg.materialize([written_by_pandas, read_as_arrow], resources={"io_manager": manager})
 
     assert result.success
     import fsspec

@@ -9,9 +9,9 @@ from pathlib import Path
 import dagster as dg
 import pandas as pd
 import pytest
+
 from ubunye_core import fingerprint
 from ubunye_core.store import LineageStore
-
 from ubunye_dagster import UbunyeIOManager, UbunyeResource
 
 FRAME = pd.DataFrame({"sku": ["a", "b", "c"], "qty": [3, 0, 7]})
@@ -73,7 +73,9 @@ def two_exports(context, ubunye: UbunyeResource) -> dg.MaterializeResult:
 def test_each_output_an_asset_records_is_kept_in_its_record(tmp_path):
     result = dg.materialize([two_exports], resources=resources(tmp_path))
 
-    record = LineageStore.for_usecase_dir(tmp_path).load("dagster/default/two_exports", result.run_id)
+    record = LineageStore.for_usecase_dir(tmp_path).load(
+        "dagster/default/two_exports", result.run_id
+    )
     assert [(o.name, o.row_count) for o in record.outputs] == [("stock_table", 3), ("top_table", 1)]
 
 
@@ -84,9 +86,7 @@ def export_then_fail(context, ubunye: UbunyeResource) -> None:
 
 
 def test_a_recorded_output_followed_by_a_failure_leaves_an_error_record(tmp_path):
-    result = dg.materialize(
-        [export_then_fail], resources=resources(tmp_path), raise_on_error=False
-    )
+    result = dg.materialize([export_then_fail], resources=resources(tmp_path), raise_on_error=False)
 
     assert not result.success
     [record] = LineageStore.for_usecase_dir(tmp_path).list_runs("dagster/default/export_then_fail")

@@ -12,7 +12,10 @@ from hypothesis import strategies as st
 
 from ubunye_core import fingerprint
 from ubunye_core.hashing import lanes
+from ubunye_core.hashing.arrow_lines import slice_lines, table_slices
+from ubunye_core.hashing.canonical import arrow_canonical_lines
 from ubunye_core.hashing.digest import LANE_MASK, line_lanes
+from ubunye_core.hashing.types import schema_pairs
 
 datafusion_needed = pytest.mark.skipif(
     not lanes._datafusion_imports(), reason="datafusion is not installed"
@@ -196,3 +199,61 @@ def _child_processes() -> list[int]:
         if int(fields[1]) == me:
             children.append(int(entry))
     return children
+
+
+def mixed_table(rows: int) -> pa.Table:
+    """Flat and nested columns, with nulls, NaN and text that needs escaping."""
+    return pa.table(
+        {
+            "b": pa.array([i % 3 == 0 for i in range(rows)]),
+            "f": pa.array([float("nan") if i % 13 == 0 else i / 3 for i in range(rows)]),
+            "l": pa.array(
+                [None if i % 17 == 0 else [i, None, -i] for i in range(rows)], pa.list_(pa.int64())
+            ),
+            "m": pa.array(
+                [[("z", i), ("a", None)] if i % 2 else [] for i in range(rows)],
+                pa.map_(pa.string(), pa.int64()),
+            ),
+            "s": pa.array([f'say "{i}" \\ é' if i % 5 else None for i in range(rows)]),
+        }
+    )
+
+
+def vectorised_lines(table: pa.Table) -> list[str]:
+    names = sorted(table.column_names)
+    kinds = dict(schema_pairs(table.schema))
+    return [
+        line
+        for batch in table_slices(table, names)
+        for line in slice_lines(batch, [kinds[n] for n in names]).to_pylist()
+    ]
+
+
+def test_lines_are_the_same_whatever_the_number_of_threads(monkeypatch):
+    table = mixed_table(40_000)
+    expected = arrow_canonical_lines(table)
+    for count in ("1", "2", "3"):
+        monkeypatch.setenv(lanes.HASH_THREADS_ENV, count)
+        assert vectorised_lines(table) == expected
+
+
+def test_a_slice_worker_builds_on_its_own_thread_only():
+    seen = []
+
+    def build(piece: int) -> pa.Array:
+        seen.append(lanes.hash_threads())
+        return pa.array([str(piece)])
+
+    lanes.sum_slices_lanes(iter(range(6)), build, threads=2)
+    assert seen == [1] * 6
+
+
+def test_without_datafusion_the_fallback_gives_the_same_digest(monkeypatch):
+    table = mixed_table(3000)
+    expected = fingerprint(table)
+    monkeypatch.setitem(lanes._datafusion_state, "ok", False)
+    assert lanes.lane_engine() == "hashlib"
+    assert fingerprint(table) == expected
+    monkeypatch.setenv(lanes.HASH_ENGINE_ENV, "datafusion")
+    with pytest.raises(ImportError, match="datafusion"):
+        lanes.lane_engine()

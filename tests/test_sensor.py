@@ -23,7 +23,7 @@ import dagster as dg
 import pytest
 
 from ubunye_dagster import metadata as keys
-from ubunye_dagster.drift import INPUTS_CHANGED, INPUTS_UNKNOWN, SAME_INPUTS
+from ubunye_core.drift import INPUTS_CHANGED, INPUTS_UNKNOWN, SAME_INPUTS
 from ubunye_dagster.sensor import (
     CHECK_NAME,
     DRIFT_TAG,

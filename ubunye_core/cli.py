@@ -14,6 +14,7 @@ import os
 import sys
 import warnings
 from collections.abc import Callable, Sequence
+from datetime import datetime, timezone
 from typing import Any
 
 import click
@@ -21,6 +22,8 @@ from upath import UPath
 
 from ubunye_core.cli_render import (
     compare_table,
+    drift_document,
+    drift_lines,
     make_console,
     runs_table,
     search_table,
@@ -28,6 +31,7 @@ from ubunye_core.cli_render import (
     trace_tree,
 )
 from ubunye_core.compare import compare
+from ubunye_core.drift import judge_records
 from ubunye_core.record import RunRecord
 from ubunye_core.store import (
     LINEAGE_SUBDIR,
@@ -99,6 +103,23 @@ def _latest(store: LineageStore, task_path: str, run_id: str | None) -> RunRecor
     if record is None:
         raise CliError(f"no lineage records for task {task_path} in {store.root}")
     return record
+
+
+def _started(record: RunRecord) -> datetime | None:
+    try:
+        started = datetime.fromisoformat(record.started_at)
+    except ValueError:
+        return None
+    return started if started.tzinfo else started.replace(tzinfo=timezone.utc)
+
+
+def earlier_first(a: RunRecord, b: RunRecord) -> tuple[RunRecord, RunRecord]:
+    """The two runs as (previous, current) by ``started_at``; ``a`` first on a tie or when a
+    time cannot be read."""
+    started_a, started_b = _started(a), _started(b)
+    if started_a is not None and started_b is not None and started_b < started_a:
+        return b, a
+    return a, b
 
 
 def _where(func: Callable[..., Any]) -> Callable[..., Any]:
@@ -219,6 +240,12 @@ def trace_command(
 @_task_options
 @click.option("--run-id1", default=None, help="Run A (default: the second newest run).")
 @click.option("--run-id2", default=None, help="Run B (default: the newest run).")
+@click.option(
+    "--drift",
+    "with_drift",
+    is_flag=True,
+    help="Add the drift verdict to --json as key 'drift' (the table always shows it).",
+)
 def compare_command(
     usecase_dir: str,
     lineage_dir: str,
@@ -229,8 +256,10 @@ def compare_command(
     asset: str | None,
     run_id1: str | None,
     run_id2: str | None,
+    with_drift: bool,
 ) -> None:
-    """Two runs side by side: changed, unchanged, unknown or not comparable, and why."""
+    """Two runs side by side: changed, unchanged, unknown or not comparable, and why; then the
+    drift sensor's verdict on the newer run's outputs (unchanged, explained, drift, not judged)."""
     store = _open_store(usecase_dir, lineage_dir)
     task_path = resolve_task(store, usecase, package, task, asset)
     if bool(run_id1) != bool(run_id2):
@@ -243,10 +272,17 @@ def compare_command(
             raise CliError(f"compare needs two runs; {task_path} has {len(latest)} in {store.root}")
         b, a = latest
     comparison = compare(a, b)
+    previous, current = earlier_first(a, b)
+    judgements = judge_records(previous.to_dict(), current.to_dict())
     if as_json:
-        _print_json(comparison.to_dict())
+        document = comparison.to_dict()
+        if with_drift:
+            document["drift"] = drift_document(judgements, previous, current)
+        _print_json(document)
     else:
-        make_console().print(compare_table(comparison))
+        console = make_console()
+        console.print(compare_table(comparison))
+        console.print(drift_lines(judgements, previous, current))
 
 
 @lineage.command("search")

@@ -14,6 +14,7 @@ from rich.text import Text
 from rich.tree import Tree
 
 from ubunye_core.compare import Comparison, DataHashVerdict, FieldChange
+from ubunye_core.drift import INPUTS_CHANGED, SAME_INPUTS, Judgement, Verdict
 from ubunye_core.record import RunRecord, StepRecord
 
 _STATUS_STYLE = {"success": "green", "error": "red", "running": "yellow"}
@@ -263,6 +264,71 @@ def compare_table(comparison: Comparison) -> Table:
                 _data_verdict(step.data_hash),
             )
     return table
+
+
+def _drift_why(judgement: Judgement) -> str:
+    """One sentence saying what the drift judgement found and why."""
+    if judgement.verdict is Verdict.UNCHANGED:
+        return "same data as the previous run"
+    if judgement.verdict is Verdict.EXPLAINED:
+        return f"data changed, explained: {judgement.reason}"
+    if judgement.verdict is Verdict.NOT_JUDGED:
+        return judgement.reason
+    same = "data changed under the same code and environment"
+    if judgement.reason == SAME_INPUTS:
+        return f"{same} while every input digest held (non-determinism)"
+    if judgement.reason == INPUTS_CHANGED:
+        return f"{same}; inputs moved: {', '.join(judgement.moved_inputs)}"
+    unknown = f" ({', '.join(judgement.unknown_inputs)})" if judgement.unknown_inputs else ""
+    return f"{same}; the input digests{unknown} are not recorded, so they cannot be compared"
+
+
+def drift_document(
+    judgements: dict[str, Judgement], previous: RunRecord, current: RunRecord
+) -> dict[str, dict[str, Any]]:
+    """``compare --json --drift``: per output, the sensor's verdict on the newer run."""
+    return {
+        name: {
+            "verdict": judgement.verdict.value,
+            "reason": judgement.drift_reason,
+            "flagged": judgement.is_flagged(),
+            "inputs_moved": list(judgement.moved_inputs),
+            "inputs_unknown": list(judgement.unknown_inputs),
+            "why": _drift_why(judgement),
+            "previous_run_id": previous.run_id,
+            "current_run_id": current.run_id,
+        }
+        for name, judgement in judgements.items()
+    }
+
+
+def _drift_label(judgement: Judgement) -> Text:
+    if judgement.verdict is Verdict.DRIFT:
+        names = judgement.moved_inputs if judgement.reason == INPUTS_CHANGED else ()
+        names = names or judgement.unknown_inputs
+        detail = f"{judgement.reason}: {', '.join(names)}" if names else judgement.reason
+        return Text(f"FLAGGED ({detail})", style="bold red")
+    if judgement.verdict is Verdict.UNCHANGED:
+        return Text("unchanged", style="green")
+    if judgement.verdict is Verdict.EXPLAINED:
+        return Text(f"explained ({judgement.reason})", style="green")
+    return Text(f"not judged ({judgement.reason})", style="yellow")
+
+
+def drift_lines(judgements: dict[str, Judgement], previous: RunRecord, current: RunRecord) -> Text:
+    """``compare``: a line per output shared by both runs with the drift sensor's verdict."""
+    lines = Text(
+        f"Drift: run {current.run_id} judged against the earlier run {previous.run_id}, "
+        "as the drift sensor judges\n"
+    )
+    if not judgements:
+        lines.append("drift  (no output is in both runs)", style="dim")
+    for index, (name, judgement) in enumerate(judgements.items()):
+        if index:
+            lines.append("\n")
+        lines.append(f"drift  {name}: ")
+        lines.append_text(_drift_label(judgement))
+    return lines
 
 
 def make_console(*, stderr: bool = False) -> Console:

@@ -2,7 +2,7 @@
 
 The sensor reads new asset materialisations from the Dagster event log (a cursor on storage ids,
 so each is judged once across restarts), compares each receipt with the previous one of the same
-asset and partition (`ubunye_dagster.drift`), tags the run that drifted, and reports the
+asset and partition (`ubunye_core.drift`), tags the run that drifted, and reports the
 `ubunye_reproducible` asset check evaluation. `build_reproducibility_checks` declares that check
 so the Dagster UI shows it.
 """
@@ -20,8 +20,7 @@ from dagster._core.definitions.asset_checks.asset_check_evaluation import (
 )
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from ubunye_dagster import metadata as metadata_keys
-from ubunye_dagster.drift import (
+from ubunye_core.drift import (
     DRIFT_REASONS,
     INPUTS_CHANGED,
     INPUTS_UNKNOWN,
@@ -35,6 +34,7 @@ from ubunye_dagster.drift import (
     strongest_reason,
     validate_flag_reasons,
 )
+from ubunye_dagster import metadata as metadata_keys
 
 if TYPE_CHECKING:
     from dagster._core.definitions.unresolved_asset_job_definition import (

@@ -15,7 +15,9 @@ from ubunye_core.hashing.canonical import (
     PLAIN_HIGH,
     PLAIN_LOW,
     json_string,
+    list_item_kind,
     micros_text,
+    struct_field_kinds,
     value_text,
 )
 from ubunye_core.hashing.types import plain_type
@@ -37,15 +39,36 @@ _CONTROL = r"[\x00-\x1f]"
 
 
 def table_slices(table: pa.Table, names: Sequence[str]) -> Iterator[pa.RecordBatch]:
-    """The rows of ``table`` (columns ``names`` in that order) in slices of at most SLICE_ROWS."""
+    """The rows of ``table`` (columns ``names`` in that order) in slices of at most SLICE_ROWS.
+
+    Small chunks (a folder of small files keeps one per file) are joined up to a slice, since
+    each slice costs about the same whatever its size; only one slice is copied at a time.
+    """
+    import pyarrow as pa
+
     selected = table.select(list(names))
-    batches = selected.to_batches()
-    if len(batches) > 1 and selected.num_rows < len(batches) * (SLICE_ROWS // 8):
-        # Many small chunks (one per small file) cost a slice each: join them first.
-        batches = selected.combine_chunks().to_batches()
-    for batch in batches:
-        for start in range(0, batch.num_rows, SLICE_ROWS):
-            yield batch.slice(start, SLICE_ROWS)
+    pending: list[pa.RecordBatch] = []
+    pending_rows = 0
+
+    def joined() -> pa.RecordBatch:
+        if len(pending) == 1:
+            return pending[0]
+        return (
+            pa.Table.from_batches(pending, schema=selected.schema).combine_chunks().to_batches()[0]
+        )
+
+    for batch in selected.to_batches():
+        if batch.num_rows >= SLICE_ROWS // 8:
+            for start in range(0, batch.num_rows, SLICE_ROWS):
+                yield batch.slice(start, SLICE_ROWS)
+            continue
+        if pending_rows + batch.num_rows > SLICE_ROWS:
+            yield joined()
+            pending, pending_rows = [], 0
+        pending.append(batch)
+        pending_rows += batch.num_rows
+    if pending_rows:
+        yield joined()
 
 
 def _written_by_spec(kind: str, values: list) -> list[str | None]:
@@ -80,6 +103,36 @@ def _floor_micros(col: pa.Array) -> pa.Array:
     return raw if factor == 1 else pc.multiply_checked(raw, factor)
 
 
+#: The smallest normal float64 and float32: below them Java's two-digit rule can matter.
+_SMALLEST_NORMAL = {"float64": 2.2250738585072014e-308, "float32": 1.1754943508222875e-38}
+
+#: Arrow's shortest text of a float: sign, integer digits, fraction digits, exponent.
+_FLOAT_PARTS = r"^(?P<sign>-?)(?P<whole>\d+)(?:\.(?P<fraction>\d+))?(?:e\+?(?P<exp>-?\d+))?$"
+
+
+def _scientific_texts(text: pa.Array) -> pa.Array:
+    """Arrow's shortest text of finite, normal, non-zero floats rewritten as Java's d.dddE<n>.
+
+    The digits are the same (both are the shortest that read back); only the layout moves.
+    """
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    parts = pc.extract_regex(text, _FLOAT_PARTS)
+    sign, whole = pc.struct_field(parts, "sign"), pc.struct_field(parts, "whole")
+    fraction, exp = pc.struct_field(parts, "fraction"), pc.struct_field(parts, "exp")
+    exp = pc.if_else(pc.equal(exp, ""), "0", exp).cast(pa.int64())
+    digits = pc.binary_join_element_wise(whole, fraction, "")
+    significant = pc.utf8_ltrim(digits, "0")
+    leading_zeros = pc.subtract(pc.utf8_length(digits), pc.utf8_length(significant))
+    power = pc.add(pc.subtract(pc.subtract(pc.utf8_length(whole), leading_zeros), 1), exp)
+    significant = pc.utf8_rtrim(significant, "0")
+    first = pc.utf8_slice_codeunits(significant, 0, 1)
+    rest = pc.utf8_slice_codeunits(significant, 1)
+    rest = pc.if_else(pc.equal(rest, ""), "0", rest)
+    return pc.binary_join_element_wise(sign, first, ".", rest, "E", power.cast(pa.string()), "")
+
+
 def _float_texts(col: pa.Array, kind: str) -> pa.Array:
     import pyarrow as pa
     import pyarrow.compute as pc
@@ -97,7 +150,19 @@ def _float_texts(col: pa.Array, kind: str) -> pa.Array:
     zero = pc.equal(size, 0.0)
     if pc.any(zero).as_py():
         plain = pc.or_(plain, zero)  # Arrow writes "0" and "-0": with ".0" those are Java's
-    return _put_back(text, col, pc.invert(plain), kind)
+    not_plain = pc.invert(plain).fill_null(False)
+    if not pc.any(not_plain).as_py():
+        return text
+    smallest = _SMALLEST_NORMAL["float32" if pa.types.is_float32(col.type) else "float64"]
+    scientific = pc.and_(
+        not_plain, pc.and_(pc.is_finite(col), pc.greater_equal(size, smallest))
+    ).fill_null(False)
+    if pc.any(scientific).as_py():
+        chosen = pc.cast(col.filter(scientific), pa.string())
+        text = pc.replace_with_mask(text, scientific, _scientific_texts(chosen))
+        not_plain = pc.and_(not_plain, pc.invert(scientific))
+    # Left for the spec: NaN, the infinities and subnormals (Java's two-digit rule).
+    return _put_back(text, col, not_plain, kind)
 
 
 def _timestamp_texts(col: pa.Array) -> pa.Array:
@@ -134,6 +199,40 @@ def _string_texts(col: pa.Array, kind: str) -> pa.Array:
     return _put_back(text, col, pc.match_substring_regex(col, _CONTROL), kind)
 
 
+def _list_texts(col: pa.Array, kind: str) -> pa.Array:
+    """``[a,b,...]`` per list, elements by their own kind and nulls as ``null``."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    offsets = col.offsets  # already moved by the slice, not yet starting at zero
+    first, last = offsets[0].as_py(), offsets[-1].as_py()
+    items = col.values.slice(first, last - first)
+    texts = value_texts(items, list_item_kind(kind)).fill_null("null")
+    rebased = pc.subtract(offsets, first).cast(pa.int32())
+    lists = pa.ListArray.from_arrays(rebased, texts, mask=col.is_null())
+    return pc.binary_join_element_wise("[", pc.binary_join(lists, ","), "]", "")
+
+
+def _struct_texts(col: pa.Array, kind: str) -> pa.Array:
+    """``{"field":value,...}`` per struct, fields in declared order, null fields left out."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    field_kinds = struct_field_kinds(kind)
+    parts: list = ["{"]
+    for field, values in zip(col.type, col.flatten(), strict=True):
+        text = value_texts(values, field_kinds.get(field.name, ""))
+        if text.null_count < len(text):
+            parts.append(pc.binary_join_element_wise("," + json_string(field.name) + ":", text, ""))
+    parts.append("}")
+    if len(parts) == 2:
+        body = pa.array(["{}"] * len(col), pa.string())
+    else:
+        body = pc.binary_join_element_wise(*parts, "", null_handling="replace", null_replacement="")
+        body = pc.replace_substring(body, "{,", "{", max_replacements=1)
+    return pc.if_else(col.is_null(), pa.scalar(None, pa.string()), body)
+
+
 def value_texts(col: pa.Array, kind: str) -> pa.Array:
     """One column's canonical value texts as a string array; null where the value is null."""
     import pyarrow as pa
@@ -163,6 +262,10 @@ def value_texts(col: pa.Array, kind: str) -> pa.Array:
         return pc.cast(col, pa.string())
     if pa.types.is_null(t):
         return pa.nulls(len(col), pa.string())
+    if pa.types.is_list(t):
+        return _list_texts(col, kind)
+    if pa.types.is_struct(t) and t.num_fields:
+        return _struct_texts(col, kind)
     return pa.array(_written_by_spec(kind, col.to_pylist()), pa.string())
 
 

@@ -158,7 +158,8 @@ def struct_field_kinds(kind: str) -> dict[str, str]:
     return fields
 
 
-def _list_item_kind(kind: str) -> str:
+def list_item_kind(kind: str) -> str:
+    """``list<int64>`` -> ``int64``; ``""`` for other kinds."""
     return kind[5:-1] if kind.startswith("list<") and kind.endswith(">") else ""
 
 
@@ -238,7 +239,7 @@ def value_text(value: Any, kind: str = "") -> str:
     if isinstance(value, list | tuple):
         if kind.startswith("map<"):
             return map_text(value, kind)  # Arrow gives a map as (key, value) pairs
-        item_kind = _list_item_kind(kind)
+        item_kind = list_item_kind(kind)
         return "[" + ",".join(value_text(item, item_kind) for item in value) + "]"
     raise TypeError(f"rows-v1 cannot write a value of type {type(value).__name__}")
 

@@ -38,9 +38,17 @@ _COLUMN = "line"
 
 _Slice = TypeVar("_Slice")
 
+#: Per-thread state: DataFusion sessions, and whether the thread is a slice worker.
+_local = threading.local()
+
 
 def hash_threads() -> int:
-    """Threads hashing may use: ``UBUNYE_HASH_THREADS`` when set, else the usable cores."""
+    """Threads hashing may use: ``UBUNYE_HASH_THREADS`` when set, else the usable cores.
+
+    Inside a worker of :func:`sum_slices_lanes` it is 1: the pool already uses the cores.
+    """
+    if getattr(_local, "in_pool", False):
+        return 1
     text = os.environ.get(HASH_THREADS_ENV, "").strip()
     if text:
         try:
@@ -129,8 +137,12 @@ def sum_slices_lanes(
         return total_a & LANE_MASK, total_b & LANE_MASK
 
     def work(piece: _Slice) -> tuple[int, int]:
-        # Each slice's hash runs on one partition: the pool already keeps the cores busy.
-        return sum_line_lanes(build_lines(piece), threads=1)
+        # Each slice is built and hashed on this one thread: the pool keeps the cores busy.
+        _local.in_pool = True
+        try:
+            return sum_line_lanes(build_lines(piece), threads=1)
+        finally:
+            _local.in_pool = False
 
     total_a = total_b = 0
     with ThreadPoolExecutor(max_workers=count, thread_name_prefix="ubunye-hash") as pool:
@@ -227,7 +239,6 @@ def _digest_lanes(digests: Any, count: int) -> tuple[int, int]:
     return int(lane_a), int(lane_b)
 
 
-_local = threading.local()
 _datafusion_state: dict[str, bool] = {}
 
 

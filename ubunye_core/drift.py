@@ -1,7 +1,8 @@
 """Judging one materialisation's receipt against the previous one of the same asset and partition.
 
 Pure and engine neutral (no Dagster, no frame library): plain values or run records in, a
-`Judgement` out. Reading receipts from the Dagster event log lives in `sensor.py`.
+`Judgement` out. The drift sensor (`ubunye_dagster.sensor`) reads receipts from the Dagster event
+log; `ubunye-dagster lineage compare` judges two run records with the same rules.
 """
 
 from __future__ import annotations
@@ -198,6 +199,48 @@ def judge(current: DriftEvidence, previous: DriftEvidence | None) -> Judgement:
             "change cannot be attributed",
         )
     return _judge_inputs(current.inputs, previous.inputs)
+
+
+def partition_of(record: Mapping[str, Any]) -> str | None:
+    """The partition a run record (v2 JSON as a dict) wrote, None when unpartitioned."""
+    variables = record.get("variables")
+    if not isinstance(variables, Mapping):
+        return None
+    return _text_or_none(variables.get("partition_key"))
+
+
+def judge_records(previous: Mapping[str, Any], current: Mapping[str, Any]) -> dict[str, Judgement]:
+    """Judge each output present in both run records (v2 JSON as dicts), current against previous.
+
+    The rules are `judge`'s; two records of different partitions are never compared, as the
+    sensor never compares them.
+    """
+    names = _output_names(current)
+    shared = [name for name in names if name in set(_output_names(previous))]
+    before, now = partition_of(previous), partition_of(current)
+    if before != now:
+        apart = Judgement(
+            verdict=Verdict.NOT_JUDGED,
+            reason=(
+                f"different partitions ({before or 'unpartitioned'} before, "
+                f"{now or 'unpartitioned'} now): a partition is only compared with itself"
+            ),
+        )
+        return dict.fromkeys(shared, apart)
+    return {
+        name: judge(
+            DriftEvidence.from_record(current, name), DriftEvidence.from_record(previous, name)
+        )
+        for name in shared
+    }
+
+
+def _output_names(record: Mapping[str, Any]) -> list[str]:
+    steps = record.get("outputs")
+    if not isinstance(steps, list):
+        return []
+    names = [str(step["name"]) for step in steps if isinstance(step, Mapping) and step.get("name")]
+    return list(dict.fromkeys(names))
 
 
 def _judge_inputs(

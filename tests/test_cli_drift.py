@@ -1,0 +1,252 @@
+"""`lineage compare` gives the drift sensor's verdict, judged from two run records."""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import Any
+
+import dagster as dg
+import pytest
+
+from ubunye_core.cli import main
+from ubunye_core.drift import INPUTS_CHANGED, INPUTS_UNKNOWN, SAME_INPUTS
+from ubunye_core.record import RunRecord, StepRecord
+from ubunye_core.store import LineageStore, task_name_for_key
+from ubunye_dagster.metadata import output_metadata
+from ubunye_dagster.sensor import DriftCursor, DriftSettings, judge_pending_materialisations
+
+ASSET = ["shop", "totals"]
+CODE_V1, CODE_V2 = "sha256:" + "c" * 64, "sha256:" + "d" * 64
+ENV_V1, ENV_V2 = "sha256:" + "e" * 64, "sha256:" + "f" * 64
+DATA_1, DATA_2 = "sha256:" + "1" * 64, "sha256:" + "2" * 64
+ORDERS_1, ORDERS_2 = "sha256:" + "a" * 64, "sha256:" + "b" * 64
+#: Where each input of the records came from, as the IO manager writes it into `ubunye/inputs`.
+INPUT_ASSET_KEYS = {"orders": "shop/orders"}
+
+
+def run(
+    run_id: str,
+    day: int,
+    *,
+    data_hash: str | None = DATA_1,
+    hash_error: str | None = None,
+    code_hash: str = CODE_V1,
+    environment_hash: str = ENV_V1,
+    orders: str | None = ORDERS_1,
+    partition: str | None = None,
+) -> RunRecord:
+    """A record of one materialisation of shop/totals, which read shop/orders."""
+    return RunRecord(
+        run_id=run_id,
+        usecase="dagster",
+        package="default",
+        task_name=task_name_for_key(ASSET),
+        started_at=f"2026-03-0{day}T09:00:00+00:00",
+        ended_at=f"2026-03-0{day}T09:00:01+00:00",
+        duration_sec=1.0,
+        status="success",
+        inputs=[
+            StepRecord(
+                name="orders",
+                direction="input",
+                format="parquet",
+                row_count=3 if orders else None,
+                data_hash=orders,
+                hash_method="rows-v1" if orders else None,
+                hash_error=None if orders else "not hashed: hash_inputs is off",
+            )
+        ],
+        outputs=[
+            StepRecord(
+                name="result",
+                direction="output",
+                format="parquet",
+                row_count=None if hash_error else 3,
+                data_hash=data_hash,
+                hash_method="rows-v1" if data_hash else None,
+                hash_error=hash_error,
+            )
+        ],
+        code_hash=code_hash,
+        environment_hash=environment_hash,
+        variables={"partition_key": partition} if partition is not None else {},
+    )
+
+
+def save_runs(usecase_dir: Any, *records: RunRecord) -> LineageStore:
+    """Save records oldest first, each file a second newer than the last (as runs land)."""
+    store = LineageStore.for_usecase_dir(usecase_dir)
+    for second, record in enumerate(records, start=1):
+        path = store.save(record)
+        os.utime(path.path, (1_800_000_000 + second, 1_800_000_000 + second))
+    return store
+
+
+def compare_json(capsys, usecase_dir: Any, *extra: str) -> dict[str, Any]:
+    code = main(["lineage", "compare", "-d", str(usecase_dir), "--asset", "shop/totals", *extra])
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    return json.loads(out)
+
+
+def drift_of(capsys, usecase_dir: Any, *extra: str) -> dict[str, Any]:
+    """The verdict on output `result` from `compare --asset shop/totals --json --drift`."""
+    return compare_json(capsys, usecase_dir, "--json", "--drift", *extra)["drift"]["result"]
+
+
+def compare_text(capsys, usecase_dir: Any, *extra: str) -> str:
+    code = main(["lineage", "compare", "-d", str(usecase_dir), "--asset", "shop/totals", *extra])
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    return out
+
+
+# --- the verdicts -----------------------------------------------------------------------------
+
+
+def test_moved_data_under_same_code_environment_and_inputs_is_flagged_same_inputs(capsys, tmp_path):
+    save_runs(tmp_path, run("run-1", 1), run("run-2", 2, data_hash=DATA_2))
+    drift = drift_of(capsys, tmp_path)
+    assert drift["verdict"] == "drift" and drift["reason"] == SAME_INPUTS and drift["flagged"]
+    assert (drift["previous_run_id"], drift["current_run_id"]) == ("run-1", "run-2")
+    assert "drift  result: FLAGGED (same inputs)" in compare_text(capsys, tmp_path)
+
+
+def test_a_moved_input_digest_is_flagged_inputs_changed_naming_the_input(capsys, tmp_path):
+    save_runs(tmp_path, run("run-1", 1), run("run-2", 2, data_hash=DATA_2, orders=ORDERS_2))
+    drift = drift_of(capsys, tmp_path)
+    assert (drift["verdict"], drift["reason"]) == ("drift", INPUTS_CHANGED)
+    assert drift["inputs_moved"] == ["orders"] and "orders" in drift["why"]
+    assert "drift  result: FLAGGED (inputs changed: orders)" in compare_text(capsys, tmp_path)
+
+
+def test_unrecorded_input_digests_are_flagged_inputs_unknown(capsys, tmp_path):
+    save_runs(
+        tmp_path, run("run-1", 1, orders=None), run("run-2", 2, data_hash=DATA_2, orders=None)
+    )
+    drift = drift_of(capsys, tmp_path)
+    assert (drift["verdict"], drift["reason"]) == ("drift", INPUTS_UNKNOWN)
+    assert drift["inputs_unknown"] == ["orders"]
+
+
+def test_a_code_change_explains_the_moved_data_and_is_not_flagged(capsys, tmp_path):
+    save_runs(tmp_path, run("run-1", 1), run("run-2", 2, data_hash=DATA_2, code_hash=CODE_V2))
+    drift = drift_of(capsys, tmp_path)
+    assert drift["verdict"] == "explained" and not drift["flagged"] and drift["reason"] is None
+    assert drift["why"] == "data changed, explained: code changed"
+    assert "drift  result: explained (code changed)" in compare_text(capsys, tmp_path)
+
+
+def test_an_environment_change_explains_the_moved_data_and_is_not_flagged(capsys, tmp_path):
+    changed = run("run-2", 2, data_hash=DATA_2, environment_hash=ENV_V2)
+    save_runs(tmp_path, run("run-1", 1), changed)
+    drift = drift_of(capsys, tmp_path)
+    assert drift["verdict"] == "explained" and not drift["flagged"]
+    assert "environment changed" in drift["why"]
+
+
+def test_identical_data_is_unchanged(capsys, tmp_path):
+    save_runs(tmp_path, run("run-1", 1), run("run-2", 2))
+    drift = drift_of(capsys, tmp_path)
+    assert drift["verdict"] == "unchanged" and not drift["flagged"]
+    assert "drift  result: unchanged" in compare_text(capsys, tmp_path)
+
+
+def test_a_missing_data_hash_is_not_judged_and_says_why(capsys, tmp_path):
+    failed = run("run-2", 2, data_hash=None, hash_error="TypeError: unhashable type: 'dict'")
+    save_runs(tmp_path, run("run-1", 1), failed)
+    drift = drift_of(capsys, tmp_path)
+    assert drift["verdict"] == "not judged" and not drift["flagged"]
+    assert (
+        drift["why"] == "this materialisation has no data hash: TypeError: unhashable type: 'dict'"
+    )
+    assert "drift  result: not judged (this materialisation has no data hash" in compare_text(
+        capsys, tmp_path
+    )
+
+
+# --- which runs, which outputs ------------------------------------------------------------------
+
+
+def test_the_earlier_started_run_is_the_previous_one_whatever_the_run_id_order(capsys, tmp_path):
+    save_runs(tmp_path, run("run-1", 1), run("run-2", 2, data_hash=DATA_2, orders=ORDERS_2))
+    document = compare_json(
+        capsys, tmp_path, "--json", "--drift", "--run-id1", "run-2", "--run-id2", "run-1"
+    )
+    assert (document["a"]["run_id"], document["b"]["run_id"]) == ("run-2", "run-1")
+    drift = document["drift"]["result"]
+    assert (drift["previous_run_id"], drift["current_run_id"]) == ("run-1", "run-2")
+    assert drift["reason"] == INPUTS_CHANGED
+
+
+def test_runs_of_different_partitions_are_never_judged_against_each_other(capsys, tmp_path):
+    north = run("run-1.north", 1, partition="north")
+    south = run("run-2.south", 2, data_hash=DATA_2, partition="south")
+    save_runs(tmp_path, north, south)
+    drift = drift_of(capsys, tmp_path)
+    assert drift["verdict"] == "not judged" and not drift["flagged"]
+    assert "different partitions (north before, south now)" in drift["why"]
+
+
+def test_only_outputs_in_both_runs_are_judged(capsys, tmp_path):
+    renamed = run("run-2", 2, data_hash=DATA_2)
+    renamed.outputs[0].name = "summary"
+    save_runs(tmp_path, run("run-1", 1), renamed)
+    assert compare_json(capsys, tmp_path, "--json", "--drift")["drift"] == {}
+    assert "no output is in both runs" in compare_text(capsys, tmp_path)
+
+
+def test_json_without_drift_is_the_reference_compare_document(capsys, tmp_path):
+    save_runs(tmp_path, run("run-1", 1), run("run-2", 2, data_hash=DATA_2))
+    plain = compare_json(capsys, tmp_path, "--json")
+    with_drift = compare_json(capsys, tmp_path, "--json", "--drift")
+    assert "drift" not in plain
+    assert {key: with_drift[key] for key in plain} == plain
+
+
+# --- the same verdict as the sensor -------------------------------------------------------------
+
+SCENARIOS = {
+    "same inputs": {"data_hash": DATA_2},
+    "inputs changed": {"data_hash": DATA_2, "orders": ORDERS_2},
+    "inputs unknown": {"data_hash": DATA_2, "orders": None},
+    "code changed": {"data_hash": DATA_2, "code_hash": CODE_V2},
+    "environment changed": {"data_hash": DATA_2, "environment_hash": ENV_V2},
+    "unchanged": {},
+    "missing hash": {"data_hash": None, "hash_error": "ValueError: no rows"},
+}
+
+
+def sensor_judgement(store: LineageStore, records: list[RunRecord]):
+    """What the drift sensor decides on the last record, each record reported to a Dagster
+    instance as the IO manager's materialisation metadata."""
+    key = dg.AssetKey(ASSET)
+    with dg.DagsterInstance.ephemeral() as instance:
+        for record in records:
+            metadata = output_metadata(
+                record,
+                record.outputs[0],
+                record_path=str(store.path_for(record.task_path, record.run_id)),
+                input_asset_keys=INPUT_ASSET_KEYS,
+            )
+            instance.report_runless_asset_event(dg.AssetMaterialization(key, metadata=metadata))
+        findings, _ = judge_pending_materialisations(
+            instance, DriftCursor(), DriftSettings(), [key]
+        )
+    assert len(findings) == len(records)
+    return findings[-1].judgement
+
+
+@pytest.mark.parametrize("scenario", list(SCENARIOS))
+def test_the_cli_verdict_equals_the_sensor_verdict_on_the_same_records(capsys, tmp_path, scenario):
+    first_inputs = {"orders": None} if scenario == "inputs unknown" else {}
+    records = [run("run-1", 1, **first_inputs), run("run-2", 2, **SCENARIOS[scenario])]
+    store = save_runs(tmp_path, *records)
+    judgement = sensor_judgement(store, records)
+    drift = drift_of(capsys, tmp_path)
+    assert drift["verdict"] == judgement.verdict.value
+    assert drift["reason"] == judgement.drift_reason
+    assert drift["flagged"] == judgement.is_flagged()
+    assert drift["inputs_moved"] == list(judgement.moved_inputs)
+    assert drift["inputs_unknown"] == list(judgement.unknown_inputs)
