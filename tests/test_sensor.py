@@ -22,8 +22,8 @@ from typing import Any
 import dagster as dg
 import pytest
 
-from ubunye_dagster import metadata as keys
 from ubunye_core.drift import INPUTS_CHANGED, INPUTS_UNKNOWN, SAME_INPUTS
+from ubunye_dagster import metadata as keys
 from ubunye_dagster.sensor import (
     CHECK_NAME,
     DRIFT_TAG,
