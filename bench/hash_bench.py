@@ -271,6 +271,83 @@ def run_spark(rows: int, repeats: int) -> dict | None:
     return result
 
 
+def flat_lines(rows: int) -> Any:
+    """The canonical lines of the flat table, as one Arrow string array."""
+    import pyarrow as pa
+
+    from ubunye_core.hashing.arrow_lines import slice_lines, table_slices
+    from ubunye_core.hashing.types import schema_pairs
+
+    table = flat_table(rows)
+    names = sorted(table.column_names)
+    kinds = dict(schema_pairs(table.schema))
+    parts = [slice_lines(b, [kinds[n] for n in names]) for b in table_slices(table, names)]
+    return pa.concat_arrays(parts)
+
+
+def duckdb_lanes(lines: Any) -> tuple[int, int]:
+    """Lane sums by DuckDB's ``sha256`` (hex text), summed in SQL: a candidate we measured."""
+    import duckdb
+    import pyarrow as pa
+
+    frame = pa.table({"line": lines})  # noqa: F841  (DuckDB finds it by name)
+    query = (
+        "SELECT sum(('0x' || substr(h, 1, 16))::UBIGINT::HUGEINT), "
+        "sum(('0x' || substr(h, 17, 16))::UBIGINT::HUGEINT) "
+        "FROM (SELECT sha256(line) AS h FROM frame)"
+    )
+    a, b = duckdb.connect().sql(query).fetchall()[0]
+    return int(a) % 2**64, int(b) % 2**64
+
+
+def threaded_hashlib_lanes(lines: Any, threads: int) -> tuple[int, int]:
+    """hashlib on ``threads`` threads over equal parts: shows what the GIL leaves of it."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from ubunye_core.hashing.lanes import sum_line_lanes_hashlib
+
+    step = -(-len(lines) // threads)
+    parts = [lines.slice(start, step) for start in range(0, len(lines), step)]
+    with ThreadPoolExecutor(threads) as pool:
+        sums = list(pool.map(sum_line_lanes_hashlib, parts))
+    return sum(a for a, _ in sums) % 2**64, sum(b for _, b in sums) % 2**64
+
+
+def compare_lane_engines(rows: int, repeats: int) -> None:
+    """Time each way of summing lanes over the flat table's lines (best and median)."""
+    import pyarrow.compute as pc
+
+    from ubunye_core.hashing import lanes
+
+    lines = flat_lines(rows)
+    size = pc.sum(pc.binary_length(lines)).as_py()
+    print(f"lane engines on {len(lines):,} lines, {size / len(lines):.0f} bytes each on average")
+    candidates: dict[str, Callable[[], tuple[int, int]]] = {
+        "hashlib, 1 thread": lambda: lanes.sum_line_lanes_hashlib(lines),
+        "hashlib, 2 threads": lambda: threaded_hashlib_lanes(lines, 2),
+    }
+    if importlib.util.find_spec("duckdb") is not None:
+        candidates["duckdb sha256, lanes in SQL"] = lambda: duckdb_lanes(lines)
+    if importlib.util.find_spec("datafusion") is not None:
+        candidates["datafusion sha256, 1 partition"] = lambda: lanes.sum_line_lanes_datafusion(
+            lines, threads=1
+        )
+        candidates["datafusion sha256, 2 partitions"] = lambda: lanes.sum_line_lanes_datafusion(
+            lines, threads=2
+        )
+    expected = lanes.sum_line_lanes_hashlib(lines)
+    seconds: dict[str, list[float]] = {name: [] for name in candidates}
+    for _ in range(repeats):
+        for name, run in candidates.items():
+            start = time.perf_counter()
+            same = run() == expected
+            seconds[name].append(time.perf_counter() - start)
+            if not same:
+                raise SystemExit(f"{name} gave other sums than hashlib")
+    for name, times in seconds.items():
+        print(f"  {name:<34} best {min(times):6.3f} s   median {statistics.median(times):6.3f} s")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rows", type=int, default=1_000_000, help="rows of each table")
@@ -282,6 +359,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help="small sizes: a smoke run")
     parser.add_argument("--spark", action="store_true", help="also the Spark bench (local[2])")
     parser.add_argument("--no-memory", action="store_true", help="skip the memory measurement")
+    parser.add_argument("--lanes", action="store_true", help="only compare the lane engines")
     parser.add_argument("--memory-child", type=int, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.memory_child:
@@ -290,6 +368,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.quick:
         args.rows, args.repeats, args.memory_rows = 20_000, 2, 200_000
     # The reference writes nested values one at a time in Python: a fifth keeps its runs short.
+    if args.lanes:
+        compare_lane_engines(args.rows, args.repeats)
+        return 0
     nested_rows = args.nested_rows or max(1, args.rows // 5)
 
     from ubunye.lineage.content_hash import fingerprint as reference

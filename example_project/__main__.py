@@ -8,12 +8,11 @@ import time
 
 from example_project.paths import data_dir, example_home
 from example_project.run import TRACED_ASSET, materialise_all, open_instance, trace_command
+from ubunye_core.cli import main as ubunye_dagster_cli
 
 
 def main() -> int:
     """Run the example end to end in this process; the trace command's exit code."""
-    from ubunye_core.cli import main as ubunye_dagster_cli
-
     home = example_home()
     started = time.perf_counter()
     print(f"Materialising the example shop into {home} ...", flush=True)

@@ -34,8 +34,7 @@ def reference_cli() -> str:
     """The reference implementation's `ubunye` console script, next to this Python first."""
     beside = Path(sys.executable).with_name("ubunye")
     found = str(beside) if beside.exists() else shutil.which("ubunye")
-    if not found:
-        pytest.skip("the reference CLI `ubunye` (ubunye-engine, a dev dependency) is not installed")
+    assert found, "the reference CLI `ubunye` (ubunye-engine, a dev dependency) is not installed"
     return found
 
 

@@ -13,7 +13,13 @@ import dagster as dg
 import pytest
 
 from example_project import defs
-from example_project.definitions import DAILY_JOB, MAIN_JOB, USECASE, build_definitions
+from example_project.definitions import (
+    DAILY_JOB,
+    DRIFT_SENSOR,
+    MAIN_JOB,
+    USECASE,
+    build_definitions,
+)
 from example_project.paths import SEED_DIR
 from example_project.run import DAYS, TRACED_ASSET, trace_command
 from example_project.seed_data.generate import write_seed_data
@@ -59,12 +65,14 @@ def pandas_and_polars_run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[
     """The example's pandas and polars assets materialised into a temp home, for the days."""
     home = tmp_path_factory.mktemp("example")
     local_defs = build_definitions(home)
-    selection = dg.AssetSelection.groups("raw", "sales", "customers")
+    selection = dg.AssetSelection.groups("raw", "sales", "customers").without_checks()
     job = dg.define_asset_job("no_spark", selection=selection)
     merged = dg.Definitions.merge(local_defs, dg.Definitions(jobs=[job]))
     with dg.DagsterInstance.ephemeral() as instance:
         results = [
-            merged.resolve_job_def("no_spark").execute_in_process(instance=instance, partition_key=day)
+            merged.resolve_job_def("no_spark").execute_in_process(
+                instance=instance, partition_key=day
+            )
             for day in DAYS
         ]
         yield {"home": home, "instance": instance, "results": results}
@@ -83,6 +91,18 @@ def test_the_main_job_materialises_every_asset() -> None:
     assert {key.to_user_string() for key in job.asset_layer.executable_asset_keys} == set(
         NON_SPARK_ASSETS
     ) | set(SPARK_ASSETS)
+
+
+def test_the_drift_sensor_watches_every_asset_and_each_shows_the_check() -> None:
+    from ubunye_dagster.sensor import CHECK_NAME
+
+    sensor = defs.resolve_sensor_def(DRIFT_SENSOR)
+    assert sensor.default_status == dg.DefaultSensorStatus.RUNNING
+    check_keys = defs.resolve_asset_graph().asset_check_keys
+    assert {key.asset_key.to_user_string() for key in check_keys} == set(NON_SPARK_ASSETS) | set(
+        SPARK_ASSETS
+    )
+    assert {key.name for key in check_keys} == {CHECK_NAME}
 
 
 def test_the_shipped_data_is_what_the_seeded_generator_writes(tmp_path: Path) -> None:
@@ -147,3 +167,17 @@ def test_the_trace_command_prints_the_latest_record_of_the_traced_asset(
     assert main([*trace_command(home, TRACED_ASSET), "--json"]) == 0
     document = json.loads(capsys.readouterr().out)
     assert [output["data_hash"] for output in document["outputs"]] == [metadata["ubunye/data_hash"]]
+
+
+def test_the_declared_expectations_are_checked_and_receipted(
+    pandas_and_polars_run: dict[str, Any],
+) -> None:
+    home, instance = pandas_and_polars_run["home"], pandas_and_polars_run["instance"]
+    run_id, metadata = latest_metadata(instance, "sales/order_lines")
+    record = json.loads(record_file(home, "sales/order_lines", "sales", run_id).read_text("utf-8"))
+    declared = defs.resolve_assets_def(dg.AssetKey(["sales", "order_lines"])).metadata_by_key[
+        dg.AssetKey(["sales", "order_lines"])
+    ]["ubunye/expectations"]
+    assert len(record["expectations"]) == len(declared)
+    assert all(entry["passed"] for entry in record["expectations"])
+    assert metadata["ubunye/expectation_results"] == record["expectations"]

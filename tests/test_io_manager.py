@@ -389,7 +389,7 @@ def test_run_tags_are_recorded_with_secret_looking_values_masked(tmp_path):
 
 @dg.asset(group_name="sales", config_schema={"factor": float})
 def scaled_orders(context) -> pd.DataFrame:
-    return ORDERS.assign(amount=ORDERS["amount"] * context.op_config["factor"])
+    return ORDERS.assign(amount=ORDERS["amount"] * context.op_execution_context.op_config["factor"])
 
 
 def test_config_hash_is_the_hash_of_the_assets_run_config(tmp_path):
@@ -469,3 +469,28 @@ def test_op_outputs_are_stored_by_run_and_step_and_recorded_under_the_job(tmp_pa
     assert (read.name, read.row_count) == ("numbers", 3)
     written = record_of(tmp_path, "dagster/numbers_job/make_numbers.result", result.run_id)
     assert read.data_hash == written.outputs[0].data_hash
+
+
+def test_code_hash_covers_the_folder_named_in_asset_metadata_or_resource_config(tmp_path):
+    code = tmp_path / "code"
+    code.mkdir()
+    (code / "transform.py").write_text("def f():\n    return 1\n")
+
+    @dg.asset(metadata={"ubunye/code_folder": str(code)})
+    def pinned() -> pd.DataFrame:
+        return FRAME_SMALL
+
+    @dg.asset
+    def configured() -> pd.DataFrame:
+        return FRAME_SMALL
+
+    manager = io_manager(tmp_path, code_folder=str(code / "transform.py"))
+    result = dg.materialize([pinned, configured], resources={"io_manager": manager})
+
+    expected = code_hash(code)
+    assert expected is not None
+    assert record_of(tmp_path, "dagster/default/pinned", result.run_id).code_hash == expected
+    assert record_of(tmp_path, "dagster/default/configured", result.run_id).code_hash == expected
+
+
+FRAME_SMALL = pd.DataFrame({"x": [1]})

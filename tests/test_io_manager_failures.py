@@ -10,6 +10,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from dagster._core.definitions.reconstruct import ReconstructableJob
 
 from ubunye_core.store import LineageStore
 from ubunye_dagster import UbunyeIOManager, UbunyeResource
@@ -326,3 +327,56 @@ def test_when_the_hash_fails_the_metadata_says_why_and_shows_no_digest(tmp_path)
     [output] = record.outputs
     assert (output.data_hash, output.row_count) == (None, None)
     assert output.hash_error == meta.metadata["ubunye/hash_error"].value
+
+
+ATTEMPTS = {"n": 0}
+
+
+@dg.asset(retry_policy=dg.RetryPolicy(max_retries=1))
+def retried(ledger: pd.DataFrame) -> pd.DataFrame:
+    ATTEMPTS["n"] += 1
+    if ATTEMPTS["n"] == 1:
+        raise TimeoutError("first attempt times out")
+    return ledger
+
+
+def test_a_retried_step_records_its_last_attempt_once(tmp_path):
+    VERSION["rows"] = 3
+    ATTEMPTS["n"] = 0
+    result = run([ledger, retried], tmp_path)
+
+    assert result.success and ATTEMPTS["n"] == 2
+    [record] = records(tmp_path, "dagster/default/retried")
+    assert record.status == "success" and record.error is None
+    assert [step.name for step in record.inputs] == ["ledger"]
+    assert [t["step"] for t in record.timings].count("Reader:pandas-parquet") == 1
+
+
+def multiprocess_job() -> dg.JobDefinition:
+    """The ledger -> fragile graph as a job run by Dagster's default multiprocess executor."""
+    root = Path(os.environ["UBUNYE_TEST_ROOT"])
+    defs = dg.Definitions(
+        assets=[ledger, fragile],
+        jobs=[dg.define_asset_job("ledger_job", executor_def=dg.multiprocess_executor)],
+        resources={"io_manager": io_manager(root)},
+    )
+    return defs.resolve_job_def("ledger_job")
+
+
+def test_a_step_failing_in_its_own_process_still_leaves_an_error_record(tmp_path, monkeypatch):
+    monkeypatch.setenv("UBUNYE_TEST_ROOT", str(tmp_path))
+    home = tmp_path / "home"
+    home.mkdir()
+    (home / "dagster.yaml").write_text("")
+    with dg.instance_for_test(temp_dir=str(home)) as instance:
+        # Each step process rebuilds the job from this file.
+        job = ReconstructableJob.for_file(__file__, "multiprocess_job")
+        result = dg.execute_job(job, instance=instance)
+
+    assert not result.success
+    [ok] = records(tmp_path, "dagster/default/ledger")
+    [failed] = records(tmp_path, "dagster/default/fragile")
+    assert ok.status == "success"
+    assert failed.status == "error" and failed.error.startswith("RuntimeError: upstream API")
+    assert "abc123secret" not in failed.error
+    assert [step.name for step in failed.inputs] == ["ledger"]

@@ -28,7 +28,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from ubunye_core import fingerprint
-from ubunye_core.hashing import arrow_canonical_lines, fingerprint_arrow
+from ubunye_core.hashing import arrow_canonical_lines, arrow_schema_pairs, fingerprint_arrow
 from ubunye_core.hashing.arrow_lines import slice_lines, table_slices
 from ubunye_core.hashing.canonical import java_float_text, value_text
 from ubunye_core.hashing.types import schema_pairs
@@ -640,6 +640,28 @@ def test_polars_frames_agree_with_the_reference_on_the_same_arrow_data() -> None
     plain = plain.cast(pa.schema([f.with_type(_decoded(f.type)) for f in plain.schema]))
     assert_same_fingerprint(fingerprint(frame), reference.fingerprint(plain))
     assert_same_fingerprint(fingerprint(frame.lazy()), reference.fingerprint(plain))
+
+
+def test_view_large_and_dictionary_types_are_named_as_the_plain_ones() -> None:
+    plain = pa.table(
+        {
+            "s": pa.array(["a", None, "b\u2028"], pa.string()),
+            "b": pa.array([b"x", None, b""], pa.binary()),
+            "l": pa.array([[1], None, []], pa.list_(pa.int64())),
+            "c": pa.array(["x", "y", None], pa.string()),
+        }
+    )
+    other = pa.table(
+        {
+            "s": plain.column("s").cast(pa.string_view()),
+            "b": plain.column("b").cast(pa.large_binary()),
+            "l": plain.column("l").cast(pa.large_list(pa.int64())),
+            "c": plain.column("c").dictionary_encode(),
+        }
+    )
+    assert arrow_schema_pairs(other) == arrow_schema_pairs(plain)
+    assert vectorised_lines(other) == arrow_canonical_lines(plain)
+    assert_same_fingerprint(fingerprint(other), reference.fingerprint(plain))
 
 
 def _decoded(t: pa.DataType) -> pa.DataType:

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+from ubunye_dagster.expectations import ExpectationError, ExpectationFailed
 from ubunye_dagster.io_manager import UbunyeIOManager, UnverifiedReadError
 from ubunye_dagster.resource import Receipt, UbunyeResource
 
 __all__ = [
+    "ExpectationError",
+    "ExpectationFailed",
     "Receipt",
     "UbunyeIOManager",
     "UbunyeResource",

@@ -9,10 +9,11 @@ The mapping, one record per asset, per partition, per Dagster run:
 
 so the record of ``AssetKey(["raw", "orders"])`` in group ``sales``, partition ``2024-01-31`` of
 run ``8c1d...`` is
-``<usecase_dir>/.ubunye/lineage/dagster/sales/raw.orders/8c1d....2024-01-31.json``
-(with ``.`` encoded as ``%2E`` inside the partition part). Every part is reversible:
-:func:`asset_for_record` gives the key, group, run id and partition key back. A Dagster run id
-never contains ``.``, so the first ``.`` of a record run id separates the partition.
+``<usecase_dir>/.ubunye/lineage/dagster/sales/raw.orders/8c1d...<.>2024-01-31.json``,
+where ``<.>`` is the one separating dot; a ``.`` inside a key part or partition key is written
+``%2E`` and a multi-partition key ``2024-01-31|north`` is ``2024-01-31%7Cnorth``. Every part is
+reversible: :func:`asset_for_record` gives the key, group, run id and partition key back. A Dagster
+run id never contains ``.``, so the first ``.`` of a record run id separates the partition.
 """
 
 from __future__ import annotations

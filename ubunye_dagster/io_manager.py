@@ -8,6 +8,7 @@ writes the same path as a folder of part files.
 
 from __future__ import annotations
 
+import collections.abc
 import os
 import re
 import time
@@ -67,7 +68,7 @@ def partition_parts(partition_key: str) -> list[str]:
 def annotated_frame_type(dagster_type: Any) -> Any:
     """The frame type an input is annotated with (the value type of ``dict[str, T]``), or None."""
     typing_type = getattr(dagster_type, "typing_type", None)
-    if typing.get_origin(typing_type) in (dict, typing.Mapping):
+    if typing.get_origin(typing_type) in (dict, collections.abc.Mapping):
         args = typing.get_args(typing_type)
         typing_type = args[1] if len(args) == 2 else None
     return typing_type if isinstance(typing_type, type) and typing_type is not object else None
@@ -118,7 +119,7 @@ class UbunyeIOManager(dg.ConfigurableIOManager):
 
         base = UPath(self.base_path, **self.storage_options)
         if arrow_files.is_local(base):
-            base = UPath(os.path.abspath(self.base_path))
+            base = UPath(os.path.abspath(base.path))
         return base
 
     def _asset_path(self, asset_key: dg.AssetKey, partition_key: str | None) -> Any:

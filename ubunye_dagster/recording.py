@@ -159,7 +159,6 @@ class StepSession:
     last_read_epoch: float | None = None
     transform_seconds: float | None = None
     records: dict[tuple[str, str], OpenRecord] = field(default_factory=dict)
-    code_hashes: dict[str, str | None] = field(default_factory=dict)
     lock: threading.RLock = field(default_factory=threading.RLock)
 
     @property
@@ -169,6 +168,10 @@ class StepSession:
     def add_input(self, loaded: LoadedInput, read_seconds: float, reader: str) -> None:
         """Record one loaded input and its read timing."""
         with self.lock:
+            # A retried step loads its inputs again: the latest read replaces the earlier one.
+            name = loaded.step.name
+            self.inputs = [known for known in self.inputs if known.step.name != name]
+            self.timings = [t for t in self.timings if t.get("input") != name]
             self.inputs.append(loaded)
             self.timings.append(
                 {"step": f"Reader:{reader}", "input": loaded.step.name, "seconds": read_seconds}
@@ -189,12 +192,8 @@ class StepSession:
             return {"step": f"Transform:{op_name}", "seconds": round(self.transform_seconds, 6)}
 
     def code_hash_of(self, folder: str | None) -> str | None:
-        """``code_hash`` of ``folder``, computed once per step."""
-        if folder is None:
-            return None
-        if folder not in self.code_hashes:
-            self.code_hashes[folder] = code_hash(folder)
-        return self.code_hashes[folder]
+        """``code_hash`` of ``folder``, computed once per run in this process."""
+        return None if folder is None else _run_code_hash(self.dagster_run_id, folder)
 
     def record_for(self, identity: RecordIdentity) -> OpenRecord | None:
         """The open record of ``identity``, if this step has one."""
@@ -205,6 +204,12 @@ class StepSession:
         key = (open_record.identity.task_path, open_record.identity.run_id)
         self.records[key] = open_record
         return open_record
+
+
+@lru_cache(maxsize=256)
+def _run_code_hash(dagster_run_id: str, folder: str) -> str | None:
+    # Keyed by run: the code of one run does not change under it, the next run hashes again.
+    return code_hash(folder)
 
 
 _SESSIONS: dict[tuple[str, str], StepSession] = {}

@@ -13,7 +13,21 @@ RAW_GROUP = "raw"
 @dg.multi_asset(
     outs={
         "customers": dg.AssetOut(key=["raw", "customers"], description="Shop customers."),
-        "orders": dg.AssetOut(key=["raw", "orders"], description="Orders of January 2024 (UTC)."),
+        "orders": dg.AssetOut(
+            key=["raw", "orders"],
+            description="Orders of January 2024 (UTC).",
+            metadata={
+                "ubunye/expectations": [
+                    {
+                        "one_of": {
+                            "column": "status",
+                            "values": ["delivered", "shipped", "cancelled"],
+                        }
+                    },
+                    {"not_null": "ordered_at", "severity": "warn"},
+                ]
+            },
+        ),
         "products": dg.AssetOut(key=["raw", "products"], description="Products and prices."),
     },
     group_name=RAW_GROUP,

@@ -24,6 +24,16 @@ ORDER_LINE_COLUMNS = [
 @dg.asset(
     key=["sales", "order_lines"],
     group_name=SALES_GROUP,
+    metadata={
+        # Checked by UbunyeIOManager before writing; every result lands in the receipt.
+        "ubunye/expectations": [
+            {"not_null": "order_id"},
+            {"unique": ["order_id"]},
+            {"between": {"column": "quantity", "min": 1, "max": 100}},
+            {"between": {"column": "amount", "min": 0}},
+            {"row_count": {"min": 1}},
+        ]
+    },
     ins={
         "orders": dg.AssetIn(key=["raw", "orders"]),
         "products": dg.AssetIn(key=["raw", "products"]),

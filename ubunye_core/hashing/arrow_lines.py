@@ -1,13 +1,16 @@
 """Canonical lines of an Arrow table, built a slice at a time with Arrow compute.
 
-Arrow writes most values exactly as rows-v1 wants them (integers, booleans, plain
-strings, dates, doubles in the plain decimal range, microsecond timestamps in years
-1000 to 9999). Every other value is written by :mod:`ubunye_core.hashing.canonical`
-and put back in its place, so a slice's lines are always the spec's lines.
+Arrow writes most values as rows-v1 wants them, or close enough to rewrite in bulk:
+integers, booleans, strings, dates, decimals, doubles and floats (plain or d.dddE<n>),
+timestamps in years 1000 to 9999, and lists and structs of those. Every other value
+(control characters, NaN, subnormals, far years, maps, ...) is written by
+:mod:`ubunye_core.hashing.canonical` and put back in its place, so a slice's lines are
+always the spec's lines; the tests hold the two paths together byte for byte.
 """
 
 from __future__ import annotations
 
+import binascii
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING
 
@@ -16,6 +19,7 @@ from ubunye_core.hashing.canonical import (
     PLAIN_LOW,
     json_string,
     list_item_kind,
+    map_kinds,
     micros_text,
     struct_field_kinds,
     value_text,
@@ -213,6 +217,37 @@ def _list_texts(col: pa.Array, kind: str) -> pa.Array:
     return pc.binary_join_element_wise("[", pc.binary_join(lists, ","), "]", "")
 
 
+def _map_texts(col: pa.Array, kind: str) -> pa.Array | None:
+    """``{"key":value,...}`` per map, entries sorted by key, null values kept; None if the
+    keys are neither text nor integers (the spec writes those maps)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    key_type = col.type.key_type
+    if not (pa.types.is_string(key_type) or pa.types.is_integer(key_type)):
+        return None
+    offsets = col.offsets
+    first, last = offsets[0].as_py(), offsets[-1].as_py()
+    keys = col.keys.slice(first, last - first)
+    items = col.items.slice(first, last - first)
+    # The row each entry belongs to, so one sort by (row, key) sorts every map by its keys.
+    rebased = pc.subtract(offsets, first).cast(pa.int32())
+    entries = pa.ListArray.from_arrays(rebased, pa.nulls(last - first, pa.null()))
+    rows = pc.list_parent_indices(entries)
+    order = pc.sort_indices(
+        pa.table({"row": rows, "key": keys}), sort_keys=[("row", "ascending"), ("key", "ascending")]
+    )
+    if pa.types.is_string(key_type):
+        key_texts = _string_texts(keys, "string")
+    else:
+        key_texts = pc.binary_join_element_wise('"', pc.cast(keys, pa.string()), '"', "")
+    _, value_kind = map_kinds(kind)
+    value_texts_ = value_texts(items, value_kind).fill_null("null")
+    members = pc.binary_join_element_wise(key_texts, ":", value_texts_, "").take(order)
+    maps = pa.ListArray.from_arrays(rebased, members, mask=col.is_null())
+    return pc.binary_join_element_wise("{", pc.binary_join(maps, ","), "}", "")
+
+
 def _struct_texts(col: pa.Array, kind: str) -> pa.Array:
     """``{"field":value,...}`` per struct, fields in declared order, null fields left out."""
     import pyarrow as pa
@@ -262,7 +297,20 @@ def value_texts(col: pa.Array, kind: str) -> pa.Array:
         return pc.cast(col, pa.string())
     if pa.types.is_null(t):
         return pa.nulls(len(col), pa.string())
-    if pa.types.is_list(t):
+    if pa.types.is_binary(t):
+        encode = binascii.b2a_base64
+        return pa.array(
+            [
+                None if v is None else '"' + encode(v, newline=False).decode("ascii") + '"'
+                for v in col.to_pylist()
+            ],
+            pa.string(),
+        )
+    if pa.types.is_map(t):
+        texts = _map_texts(col, kind)
+        if texts is not None:
+            return texts
+    elif pa.types.is_list(t):
         return _list_texts(col, kind)
     if pa.types.is_struct(t) and t.num_fields:
         return _struct_texts(col, kind)

@@ -163,7 +163,8 @@ def list_item_kind(kind: str) -> str:
     return kind[5:-1] if kind.startswith("list<") and kind.endswith(">") else ""
 
 
-def _map_kinds(kind: str) -> tuple[str, str]:
+def map_kinds(kind: str) -> tuple[str, str]:
+    """``map<string,int64>`` -> ``("string", "int64")``; empty names for other kinds."""
     parts = split_top_level(kind[4:-1]) if kind.startswith("map<") and kind.endswith(">") else ()
     return (parts[0], parts[1]) if len(parts) == 2 else ("", "")
 
@@ -185,7 +186,7 @@ def map_key_text(key: Any) -> str:
 
 def map_text(entries: Iterable[tuple[Any, Any]], kind: str) -> str:
     """A map as a JSON object: entries sorted by key, null values kept as ``null``."""
-    _, value_kind = _map_kinds(kind)
+    _, value_kind = map_kinds(kind)
     members = [
         json_string(map_key_text(key)) + ":" + value_text(val, value_kind)
         for key, val in sorted(entries, key=lambda entry: entry[0])

@@ -11,7 +11,7 @@ import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from ubunye_core.hashing.digest import Fingerprint
@@ -100,7 +100,6 @@ class LoadedFrame:
     #: False when this reader's hash may legitimately differ from the writer's (another engine
     #: reads some types differently); then only a schema-level match is held against the writer.
     same_rules_as_writer: bool = True
-    extra: dict[str, Any] = field(default_factory=dict)
 
 
 class FrameHandler(ABC):
