@@ -54,20 +54,25 @@ def _jvm_cpu_seconds() -> float | None:
     children: dict[int, list[int]] = {}
     stats: dict[int, list[str]] = {}
     try:
-        for entry in os.listdir("/proc"):
-            if entry.isdigit():
-                with open(f"/proc/{entry}/stat") as handle:
-                    text = handle.read()
-                fields = text[text.rindex(")") + 2 :].split()
-                pid = int(entry)
-                stats[pid] = [text[text.index("(") + 1 : text.rindex(")")], *fields]
-                children.setdefault(int(fields[1]), []).append(pid)
+        entries = [entry for entry in os.listdir("/proc") if entry.isdigit()]
     except OSError:
         return None
+    for entry in entries:
+        try:
+            with open(f"/proc/{entry}/stat") as handle:
+                text = handle.read()
+        except OSError:  # the process ended while we looked
+            continue
+        fields = text[text.rindex(")") + 2 :].split()
+        pid = int(entry)
+        stats[pid] = [text[text.index("(") + 1 : text.rindex(")")], *fields]
+        children.setdefault(int(fields[1]), []).append(pid)
     total, todo = 0, list(children.get(os.getpid(), []))
     while todo:
         pid = todo.pop()
         todo.extend(children.get(pid, []))
+        if pid not in stats:
+            continue
         name, *fields = stats[pid]
         if name == "java":
             total += int(fields[11]) + int(fields[12])  # utime, stime
@@ -87,12 +92,14 @@ def _timed(hash_frame: Any, df: Any) -> tuple[float, float | None, Any]:
 def run_spark_bench(spark: Any, rows: int = 1_000_000, repeats: int = 3) -> dict:
     """Time our ``fingerprint_spark`` and the reference's on one Parquet-backed DataFrame.
 
-    The two alternate (order swapped each round) after one warm-up each; returns the medians,
-    the ratio reference/ours, and whether the digests agree.
+    The two alternate (order swapped each round) after one warm-up each; returns wall and JVM
+    CPU seconds, their medians, the ratios reference/ours, and whether the digests agree (with
+    each other and with our Arrow path on the same Parquet file).
     """
     import pyarrow.parquet as pq
     from ubunye.adapters.spark.content_hash import fingerprint_spark as reference_fingerprint
 
+    from ubunye_core import fingerprint
     from ubunye_core.hashing.spark import fingerprint_spark
 
     contenders = {"ours": fingerprint_spark, "reference": reference_fingerprint}
@@ -100,6 +107,7 @@ def run_spark_bench(spark: Any, rows: int = 1_000_000, repeats: int = 3) -> dict
         path = Path(folder) / "table.parquet"
         pq.write_table(bench_table(rows), path)
         df = spark.read.parquet(str(path))
+        arrow_digest = fingerprint(pq.read_table(path))
         digests = {name: hash_frame(df) for name, hash_frame in contenders.items()}  # warm-up
         seconds: dict[str, list[float]] = {name: [] for name in contenders}
         cpu_seconds: dict[str, list[float]] = {name: [] for name in contenders}
@@ -133,6 +141,8 @@ def run_spark_bench(spark: Any, rows: int = 1_000_000, repeats: int = 3) -> dict
         "jvm_cpu_ratio_reference_over_ours": cpu_ratio,
         "digests_equal": (ours.data_hash, ours.schema_hash, ours.row_count)
         == (reference.data_hash, reference.schema_hash, reference.row_count),
+        "arrow_digest_equal": (arrow_digest.data_hash, arrow_digest.row_count)
+        == (ours.data_hash, ours.row_count),
         "data_hash": ours.data_hash,
     }
 
@@ -185,6 +195,7 @@ def main() -> None:
         )
         print(f"ratio reference/ours (JVM CPU): {result['jvm_cpu_ratio_reference_over_ours']:.2f}")
     print(f"digests equal: {result['digests_equal']}  ({result['data_hash']})")
+    print(f"our Arrow digest of the same Parquet equal: {result['arrow_digest_equal']}")
     if not result["digests_equal"]:
         raise SystemExit("digests differ")
 

@@ -217,3 +217,19 @@ def test_spark_inputs_are_read_with_the_session_of_the_configured_pyspark_resour
     assert result.success
     assert SESSION_ASKED["n"] >= 1  # the assets never ask: the IO manager did
     assert SESSION_ASKED["seen_in_asset"] is spark
+
+
+@dg.asset
+def people_in_pandas(spark_people: pd.DataFrame) -> pd.DataFrame:
+    return spark_people
+
+
+def test_a_spark_asset_loads_into_pandas_and_keeps_its_digest(tmp_path, spark):
+    result = dg.materialize([spark_people, people_in_pandas], resources=resources(tmp_path, spark))
+
+    written = record_of(tmp_path, "spark_people", result.run_id).outputs[0]
+    record = record_of(tmp_path, "people_in_pandas", result.run_id)
+    [read] = record.inputs
+    assert read.data_hash == written.data_hash
+    assert read.source_note.startswith("verified")
+    assert record.outputs[0].data_hash == written.data_hash
