@@ -2,19 +2,30 @@
 
 from __future__ import annotations
 
+from ubunye_core.drift import DRIFT_REASONS, INPUTS_CHANGED, INPUTS_UNKNOWN, SAME_INPUTS
 from ubunye_dagster.expectations import ExpectationError, ExpectationFailed
 from ubunye_dagster.io_manager import UbunyeIOManager, UnverifiedReadError
 from ubunye_dagster.resource import Receipt, UbunyeResource
+from ubunye_dagster.sensor import (
+    CHECK_NAME,
+    DRIFT_TAG,
+    build_drift_sensor,
+    build_reproducibility_checks,
+)
 
 __all__ = [
+    "CHECK_NAME",
+    "DRIFT_REASONS",
+    "DRIFT_TAG",
+    "INPUTS_CHANGED",
+    "INPUTS_UNKNOWN",
+    "SAME_INPUTS",
     "ExpectationError",
     "ExpectationFailed",
     "Receipt",
     "UbunyeIOManager",
     "UbunyeResource",
     "UnverifiedReadError",
+    "build_drift_sensor",
+    "build_reproducibility_checks",
 ]
-
-# --- drift sensor: the sensor helper names its factory; the lead adds it here ----------------
-# from ubunye_dagster.sensor import <factory>
-# __all__.append("<factory>")
