@@ -9,8 +9,12 @@ from dagster_pyspark import PySparkResource
 
 from example_project.assets import customers, raw, sales, spark
 from example_project.paths import data_dir, example_home
-from ubunye_dagster import UbunyeIOManager, UbunyeResource
-from ubunye_dagster.sensor import build_drift_sensor, build_reproducibility_checks
+from ubunye_dagster import (
+    UbunyeIOManager,
+    UbunyeResource,
+    build_drift_sensor,
+    build_reproducibility_checks,
+)
 
 #: The usecase part of every task path ("example_shop/<group>/<asset key>").
 USECASE = "example_shop"

@@ -9,6 +9,7 @@ import sys
 import uuid
 
 import pytest
+from sample_records import sample_environment
 
 from ubunye_core.cli import main
 from ubunye_core.record import RunRecord, StepRecord
@@ -16,13 +17,7 @@ from ubunye_core.store import LineageStore, task_name_for_key
 
 H1, H2 = "sha256:" + "1" * 64, "sha256:" + "2" * 64
 TASK = task_name_for_key(["raw", "orders"])
-ENV = {
-    "python": "3.11.7",
-    "implementation": "CPython",
-    "platform": "linux",
-    "machine": "x86_64",
-    "packages": {"dagster": "1.13.27", "pandas": "3.1.1"},
-}
+ENV = sample_environment(dagster="1.13.27", pandas="3.1.1")
 
 
 def record(run_id: str, day: int, data_hash: str = H1, **fields) -> RunRecord:

@@ -184,9 +184,38 @@ def test_runs_of_different_partitions_are_never_judged_against_each_other(capsys
     north = run("run-1.north", 1, partition="north")
     south = run("run-2.south", 2, data_hash=DATA_2, partition="south")
     save_runs(tmp_path, north, south)
-    drift = drift_of(capsys, tmp_path)
+    drift = drift_of(capsys, tmp_path, "--run-id1", "run-1.north", "--run-id2", "run-2.south")
     assert drift["verdict"] == "not judged" and not drift["flagged"]
     assert "different partitions (north before, south now)" in drift["why"]
+
+
+def test_by_default_the_newest_run_is_compared_with_the_previous_run_of_its_partition(
+    capsys, tmp_path
+):
+    save_runs(
+        tmp_path,
+        run("run-1.south", 1, partition="south"),
+        run("run-2.north", 2, partition="north"),
+        run("run-3.south", 3, data_hash=DATA_2, partition="south"),
+        run("run-4.north", 4, partition="north"),
+        run("run-5.south", 5, data_hash=DATA_2, partition="south"),
+    )
+    document = compare_json(capsys, tmp_path, "--json", "--drift")
+    assert (document["a"]["run_id"], document["b"]["run_id"]) == ("run-3.south", "run-5.south")
+    assert document["drift"]["result"]["verdict"] == "unchanged"
+
+
+def test_default_compare_of_a_partition_with_one_run_names_the_problem(capsys, tmp_path):
+    save_runs(
+        tmp_path,
+        run("run-1.north", 1, partition="north"),
+        run("run-2.south", 2, partition="south"),
+    )
+    code = main(["lineage", "compare", "-d", str(tmp_path), "--asset", "shop/totals"])
+    err = capsys.readouterr().err
+    assert code == 1
+    assert err.startswith("error: compare needs two runs of the same partition")
+    assert "run-2.south" in err and "'south'" in err
 
 
 def test_only_outputs_in_both_runs_are_judged(capsys, tmp_path):

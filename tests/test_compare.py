@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from sample_records import sample_environment
 
 from ubunye_core.compare import compare
 from ubunye_core.record import RunRecord, StepRecord
@@ -13,13 +14,7 @@ ref_cli = pytest.importorskip("ubunye.cli.lineage")
 ref_context = pytest.importorskip("ubunye.lineage.context")
 
 H1, H2 = "sha256:" + "1" * 64, "sha256:" + "2" * 64
-ENV = {
-    "python": "3.11.7",
-    "implementation": "CPython",
-    "platform": "linux",
-    "machine": "x86_64",
-    "packages": {"pandas": "3.1.1", "pyarrow": "26.0.1"},
-}
+ENV = sample_environment(pandas="3.1.1", pyarrow="26.0.1")
 
 
 def step(name="out", direction="output", **fields) -> StepRecord:

@@ -20,7 +20,7 @@ import pytest
 from example_project.definitions import DRIFT_SENSOR, MAIN_JOB, USECASE
 from example_project.run import DAYS
 from example_project.webserver import DagsterDev
-from ubunye_dagster.sensor import CHECK_NAME
+from ubunye_dagster import CHECK_NAME
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(300)]
 

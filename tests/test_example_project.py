@@ -23,6 +23,7 @@ from example_project.definitions import (
 from example_project.paths import SEED_DIR
 from example_project.run import DAYS, TRACED_ASSET, trace_command
 from example_project.seed_data.generate import write_seed_data
+from ubunye_dagster import CHECK_NAME
 
 #: The assets that need no Spark, with the group each belongs to.
 NON_SPARK_ASSETS = {
@@ -94,8 +95,6 @@ def test_the_main_job_materialises_every_asset() -> None:
 
 
 def test_the_drift_sensor_watches_every_asset_and_each_shows_the_check() -> None:
-    from ubunye_dagster.sensor import CHECK_NAME
-
     sensor = defs.resolve_sensor_def(DRIFT_SENSOR)
     assert sensor.default_status == dg.DefaultSensorStatus.RUNNING
     check_keys = defs.resolve_asset_graph().asset_check_keys

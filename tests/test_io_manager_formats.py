@@ -46,24 +46,43 @@ TABLE = pa.table(
 )
 
 
-@dg.asset
-def arrow_events() -> pa.Table:
-    return TABLE
-
-
+#: What each reading asset was given, by asset name.
 SEEN: dict = {}
 
 
-@dg.asset
-def event_count(arrow_events: pa.Table) -> pa.Table:
-    SEEN["arrow"] = arrow_events
-    return pa.table({"n": [arrow_events.num_rows]})
+def source(name: str, frame) -> dg.AssetsDefinition:
+    """An asset that returns ``frame``."""
+
+    def produce():
+        return frame
+
+    return dg.asset(name=name)(produce)
+
+
+def reader(name: str, upstream: str, as_type: type | None, transform=lambda frame: frame):
+    """An asset that loads ``upstream`` annotated as ``as_type`` (unannotated when None), keeps
+    what it was given in ``SEEN[name]`` and returns ``transform`` of it."""
+
+    def consume(frame):
+        SEEN[name] = frame
+        return transform(frame)
+
+    consume.__annotations__ = {"frame": as_type} if as_type is not None else {}
+    return dg.asset(name=name, ins={"frame": dg.AssetIn(upstream)})(consume)
+
+
+arrow_events = source("arrow_events", TABLE)
+event_count = reader(
+    "event_count", "arrow_events", pa.Table, lambda table: pa.table({"n": [table.num_rows]})
+)
 
 
 def test_a_pyarrow_table_is_stored_loaded_as_a_table_and_hashed_as_it_is(tmp_path):
     result = run([arrow_events, event_count], tmp_path)
 
-    assert SEEN["arrow"].equals(TABLE.replace_schema_metadata(SEEN["arrow"].schema.metadata))
+    assert SEEN["event_count"].equals(
+        TABLE.replace_schema_metadata(SEEN["event_count"].schema.metadata)
+    )
     record = record_of(tmp_path, "arrow_events", result.run_id)
     assert record.backend == "pyarrow"
     assert record.outputs[0].data_hash == fingerprint(TABLE).data_hash
@@ -81,21 +100,16 @@ POLARS = pl.DataFrame(
 )
 
 
-@dg.asset
-def polars_scores() -> pl.DataFrame:
-    return POLARS
-
-
-@dg.asset
-def polars_top(polars_scores: pl.DataFrame) -> pl.LazyFrame:
-    SEEN["polars"] = polars_scores
-    return polars_scores.lazy().filter(pl.col("id") > 1)
+polars_scores = source("polars_scores", POLARS)
+polars_top = reader(
+    "polars_top", "polars_scores", pl.DataFrame, lambda frame: frame.lazy().filter(pl.col("id") > 1)
+)
 
 
 def test_a_polars_frame_is_stored_loaded_as_polars_and_hashed_as_polars_hashes(tmp_path):
     result = run([polars_scores, polars_top], tmp_path)
 
-    assert SEEN["polars"].equals(POLARS)
+    assert SEEN["polars_top"].equals(POLARS)
     assert record_of(tmp_path, "polars_scores", result.run_id).backend == "polars"
     assert (
         record_of(tmp_path, "polars_scores", result.run_id).outputs[0].data_hash
@@ -109,36 +123,19 @@ def test_a_polars_frame_is_stored_loaded_as_polars_and_hashed_as_polars_hashes(t
 FRAME = pd.DataFrame({"k": [1, 2], "v": ["a", "b"]})
 
 
-@dg.asset
-def written_by_pandas() -> pd.DataFrame:
-    return FRAME
-
-
-@dg.asset
-def read_as_polars(written_by_pandas: pl.DataFrame) -> pl.DataFrame:
-    SEEN["as_polars"] = written_by_pandas
-    return written_by_pandas
-
-
-@dg.asset
-def read_as_arrow(written_by_pandas: pa.Table) -> pa.Table:
-    SEEN["as_arrow"] = written_by_pandas
-    return written_by_pandas
-
-
-@dg.asset
-def read_unannotated(written_by_pandas):
-    SEEN["unannotated"] = written_by_pandas
-    return written_by_pandas
+written_by_pandas = source("written_by_pandas", FRAME)
+read_as_polars = reader("read_as_polars", "written_by_pandas", pl.DataFrame)
+read_as_arrow = reader("read_as_arrow", "written_by_pandas", pa.Table)
+read_unannotated = reader("read_unannotated", "written_by_pandas", None)
 
 
 def test_an_input_loads_as_its_annotated_type_and_else_as_the_type_written(tmp_path):
     result = run([written_by_pandas, read_as_polars, read_as_arrow, read_unannotated], tmp_path)
 
-    assert isinstance(SEEN["as_polars"], pl.DataFrame)
-    assert isinstance(SEEN["as_arrow"], pa.Table)
-    assert isinstance(SEEN["unannotated"], pd.DataFrame)
-    assert SEEN["as_polars"].to_dicts() == FRAME.to_dict("records")
+    assert isinstance(SEEN["read_as_polars"], pl.DataFrame)
+    assert isinstance(SEEN["read_as_arrow"], pa.Table)
+    assert isinstance(SEEN["read_unannotated"], pd.DataFrame)
+    assert SEEN["read_as_polars"].to_dicts() == FRAME.to_dict("records")
     written = record_of(tmp_path, "written_by_pandas", result.run_id).outputs[0].data_hash
     for task in ("read_as_polars", "read_as_arrow", "read_unannotated"):
         [read] = record_of(tmp_path, task, result.run_id).inputs

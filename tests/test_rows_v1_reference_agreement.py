@@ -603,6 +603,23 @@ def test_every_type_of_the_adr_table_agrees_in_one_table() -> None:
     assert_same_fingerprint(fingerprint(table), reference.fingerprint(table))
 
 
+def test_struct_fields_with_awkward_names_agree() -> None:
+    # Names holding ':' ',' '<' '>' make the struct's kind text ambiguous (found by hypothesis).
+    inner = pa.struct(
+        [("0", pa.int8()), (":", pa.float32()), ("a,b>", pa.map_(pa.string(), pa.int8()))]
+    )
+    table = pa.table(
+        {
+            "x": pa.array(
+                [{"0": None, ":": 3.4028234663852886e38, "a,b>": [("z", 1), ("a", 2)]}, None], inner
+            )
+        }
+    )
+    assert arrow_canonical_lines(table) == reference_lines(table)
+    assert vectorised_lines(table) == arrow_canonical_lines(table)
+    assert_same_fingerprint(fingerprint(table), reference.fingerprint(table))
+
+
 def test_a_table_in_many_small_chunks_agrees_with_one_chunk() -> None:
     table = pa.table({"n": pa.array(range(2000), pa.int64()), "s": [f"v{i}" for i in range(2000)]})
     chunked = pa.concat_tables([table.slice(i, 3) for i in range(0, 2000, 3)])

@@ -216,28 +216,24 @@ def test_changed_upstream_data_is_flagged_inputs_changed_naming_the_input(instan
     assert drift_tag(instance, second) == SAME_INPUTS
 
 
-def test_a_code_change_is_not_flagged(instance):
+@pytest.mark.parametrize(
+    ("before", "after", "reason"),
+    [
+        ({"code": CODE_V1}, {"code": CODE_V2}, "code changed"),
+        ({"env": ENV_V1}, {"env": ENV_V2}, "environment changed"),
+    ],
+    ids=["code", "environment"],
+)
+def test_a_code_or_environment_change_is_not_flagged(instance, before, after, reason):
     sensor = build_drift_sensor(pipeline())
-    materialise(instance, pipeline(noisy_totals=True, code=CODE_V1))
-    second = materialise(instance, pipeline(noisy_totals=True, code=CODE_V2))
+    materialise(instance, pipeline(noisy_totals=True, **before))
+    second = materialise(instance, pipeline(noisy_totals=True, **after))
     data = tick(sensor, instance, None)
 
     totals = evaluations_of(data, "totals")[-1]
     assert totals.passed
     assert meta(totals, "ubunye/verdict") == "explained"
-    assert meta(totals, "ubunye/reason") == "code changed"
-    assert drift_tag(instance, second) is None
-
-
-def test_an_environment_change_is_not_flagged(instance):
-    sensor = build_drift_sensor(pipeline())
-    materialise(instance, pipeline(noisy_totals=True, env=ENV_V1))
-    second = materialise(instance, pipeline(noisy_totals=True, env=ENV_V2))
-    data = tick(sensor, instance, None)
-
-    totals = evaluations_of(data, "totals")[-1]
-    assert totals.passed
-    assert meta(totals, "ubunye/reason") == "environment changed"
+    assert meta(totals, "ubunye/reason") == reason
     assert drift_tag(instance, second) is None
 
 

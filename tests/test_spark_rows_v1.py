@@ -406,10 +406,20 @@ def test_the_session_time_zone_does_not_change_the_digest(spark: Any, zone: str)
     assert spark.conf.get("spark.sql.session.timeZone") == "America/Sao_Paulo"
 
 
-def test_session_json_defaults_do_not_change_the_line(spark: Any) -> None:
-    expected = arrow_digest(NESTED)
-    with session_conf(spark, "spark.sql.jsonGenerator.ignoreNullFields", "false"):
-        assert digest_of(fingerprint_spark(spark_frame(spark, NESTED))) == expected
+@pytest.mark.parametrize(
+    ("key", "value", "table"),
+    [
+        ("spark.sql.jsonGenerator.ignoreNullFields", "false", NESTED),
+        ("spark.sql.legacy.timeParserPolicy", "LEGACY", TIMES),
+    ],
+    ids=["json_nulls_kept", "legacy_time_parser"],
+)
+def test_session_settings_do_not_change_the_line(
+    spark: Any, key: str, value: str, table: pa.Table
+) -> None:
+    expected = arrow_digest(table)
+    with session_conf(spark, key, value):
+        assert digest_of(fingerprint_spark(spark_frame(spark, table))) == expected
 
 
 def test_row_order_does_not_change_the_digest(spark: Any) -> None:

@@ -9,11 +9,13 @@ stderr and exit code 1 (2 for a wrong command line); with ``--json`` stdout also
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import sys
 import warnings
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any
 
@@ -31,7 +33,7 @@ from ubunye_core.cli_render import (
     trace_tree,
 )
 from ubunye_core.compare import compare
-from ubunye_core.drift import judge_records
+from ubunye_core.drift import judge_records, partition_of
 from ubunye_core.record import RunRecord
 from ubunye_core.store import (
     LINEAGE_SUBDIR,
@@ -122,38 +124,75 @@ def earlier_first(a: RunRecord, b: RunRecord) -> tuple[RunRecord, RunRecord]:
     return a, b
 
 
-def _where(func: Callable[..., Any]) -> Callable[..., Any]:
-    """The options naming the records: use case folder, lineage folder, and --json."""
-    for option in reversed(
-        [
-            click.option(
-                "-d", "--usecase-dir", default=".", show_default=True, help="Use case folder."
-            ),
-            click.option(
-                "--lineage-dir",
-                default=DEFAULT_LINEAGE_DIR,
-                show_default=True,
-                help="Records folder, under -d unless absolute or a URL (s3://..., memory://...).",
-            ),
-            click.option("--json", "as_json", is_flag=True, help="Print one JSON document."),
-        ]
-    ):
-        func = option(func)
-    return func
+@dataclass(frozen=True)
+class Selection:
+    """What the common options name: the store, the task (-u -p -t or --asset) and --json."""
+
+    store: LineageStore
+    usecase: str | None
+    package: str | None
+    task: str | None
+    asset: str | None
+    as_json: bool
+
+    def task_path(self) -> str:
+        """The one ``usecase/package/task`` the options name (CliError when they do not)."""
+        return resolve_task(self.store, self.usecase, self.package, self.task, self.asset)
+
+    def task_name(self) -> str | None:
+        """The task folder name given by -t or --asset, if any (search takes a partial path)."""
+        if self.asset is not None and self.task is not None:
+            raise CliError("give -t/--task or --asset, not both")
+        return task_name_for_key(_asset_parts(self.asset)) if self.asset is not None else self.task
+
+    def print(self, document: Any, human: Any) -> None:
+        """``document`` as JSON with --json, else ``human`` (a rich renderable or text)."""
+        if self.as_json:
+            _print_json(document)
+        else:
+            make_console().print(human)
 
 
-def _task_options(func: Callable[..., Any]) -> Callable[..., Any]:
-    """-u -p -t, or --asset."""
-    for option in reversed(
-        [
-            click.option("-u", "--usecase", default=None, help="Use case."),
-            click.option("-p", "--package", default=None, help="Package (Dagster: asset group)."),
-            click.option("-t", "--task", default=None, help="Task (Dagster: encoded asset key)."),
-            click.option("--asset", default=None, help="A Dagster asset key 'a/b' instead of -t."),
-        ]
-    ):
-        func = option(func)
-    return func
+_SELECTION_OPTIONS = [
+    click.option("-d", "--usecase-dir", default=".", show_default=True, help="Use case folder."),
+    click.option(
+        "--lineage-dir",
+        default=DEFAULT_LINEAGE_DIR,
+        show_default=True,
+        help="Records folder, under -d unless absolute or a URL (s3://..., memory://...).",
+    ),
+    click.option("--json", "as_json", is_flag=True, help="Print one JSON document."),
+    click.option("-u", "--usecase", default=None, help="Use case."),
+    click.option("-p", "--package", default=None, help="Package (Dagster: asset group)."),
+    click.option("-t", "--task", default=None, help="Task (Dagster: encoded asset key)."),
+    click.option("--asset", default=None, help="A Dagster asset key 'a/b' instead of -t."),
+]
+
+_run_id_option = click.option(
+    "--run-id", default=None, help="A run id or a unique prefix (default: latest)."
+)
+
+
+def _selected(func: Callable[..., Any]) -> Callable[..., Any]:
+    """Give a command the reference's common options, passed to it as one ``Selection``."""
+
+    @functools.wraps(func)
+    def command(
+        usecase_dir: str,
+        lineage_dir: str,
+        as_json: bool,
+        usecase: str | None,
+        package: str | None,
+        task: str | None,
+        asset: str | None,
+        **options: Any,
+    ) -> Any:
+        store = _open_store(usecase_dir, lineage_dir)
+        return func(Selection(store, usecase, package, task, asset, as_json), **options)
+
+    for option in reversed(_SELECTION_OPTIONS):
+        command = option(command)
+    return command
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -167,78 +206,59 @@ def lineage() -> None:
 
 
 @lineage.command("list")
-@_where
-@_task_options
+@_selected
 @click.option("-n", "--n", "limit", default=10, show_default=True, help="How many recent runs.")
-def list_command(
-    usecase_dir: str,
-    lineage_dir: str,
-    as_json: bool,
-    usecase: str | None,
-    package: str | None,
-    task: str | None,
-    asset: str | None,
-    limit: int,
-) -> None:
+def list_command(selection: Selection, limit: int) -> None:
     """A task's recent runs, newest first."""
-    store = _open_store(usecase_dir, lineage_dir)
-    task_path = resolve_task(store, usecase, package, task, asset)
-    records = store.list_runs(task_path, limit=limit)
-    if as_json:
-        _print_json([record.to_dict() for record in records])
-    elif not records:
-        make_console().print(f"No lineage records for {task_path} in {store.root}.")
-    else:
-        make_console().print(runs_table(task_path, records))
+    task_path = selection.task_path()
+    records = selection.store.list_runs(task_path, limit=limit)
+    human = (
+        runs_table(task_path, records)
+        if records
+        else f"No lineage records for {task_path} in {selection.store.root}."
+    )
+    selection.print([record.to_dict() for record in records], human)
 
 
 @lineage.command("show")
-@_where
-@_task_options
-@click.option("--run-id", default=None, help="A run id or a unique prefix (default: latest).")
-def show_command(
-    usecase_dir: str,
-    lineage_dir: str,
-    as_json: bool,
-    usecase: str | None,
-    package: str | None,
-    task: str | None,
-    asset: str | None,
-    run_id: str | None,
-) -> None:
+@_selected
+@_run_id_option
+def show_command(selection: Selection, run_id: str | None) -> None:
     """One run record as JSON (the latest, or --run-id)."""
-    store = _open_store(usecase_dir, lineage_dir)
-    record = _latest(store, resolve_task(store, usecase, package, task, asset), run_id)
-    click.echo(record.to_json())
+    click.echo(_latest(selection.store, selection.task_path(), run_id).to_json())
 
 
 @lineage.command("trace")
-@_where
-@_task_options
-@click.option("--run-id", default=None, help="A run id or a unique prefix (default: latest).")
-def trace_command(
-    usecase_dir: str,
-    lineage_dir: str,
-    as_json: bool,
-    usecase: str | None,
-    package: str | None,
-    task: str | None,
-    asset: str | None,
-    run_id: str | None,
-) -> None:
+@_selected
+@_run_id_option
+def trace_command(selection: Selection, run_id: str | None) -> None:
     """What a run read, did and wrote: hashes, row counts, code, environment, timings, checks."""
-    store = _open_store(usecase_dir, lineage_dir)
-    record = _latest(store, resolve_task(store, usecase, package, task, asset), run_id)
-    if as_json:
-        _print_json(trace_document(record))
-    else:
-        make_console().print(trace_tree(record))
+    record = _latest(selection.store, selection.task_path(), run_id)
+    selection.print(trace_document(record), trace_tree(record))
+
+
+def latest_pair(store: LineageStore, task_path: str) -> tuple[RunRecord, RunRecord]:
+    """(previous, newest): the newest run of the task and the run before it of the same
+    partition, so a partition is only ever compared with itself."""
+    runs = store.list_runs(task_path)
+    if not runs:
+        raise CliError(f"compare needs two runs; {task_path} has none in {store.root}")
+    newest, older = runs[0], runs[1:]
+    partition = partition_of(newest.to_dict())
+    for record in older:
+        if partition_of(record.to_dict()) == partition:
+            return record, newest
+    which = f"partition {partition!r}" if partition is not None else "unpartitioned runs"
+    raise CliError(
+        f"compare needs two runs of the same partition; the newest run {newest.run_id} of "
+        f"{task_path} is the only one of {which} in {store.root} (name two with "
+        "--run-id1/--run-id2)"
+    )
 
 
 @lineage.command("compare")
-@_where
-@_task_options
-@click.option("--run-id1", default=None, help="Run A (default: the second newest run).")
+@_selected
+@click.option("--run-id1", default=None, help="Run A (default: the newest run's predecessor).")
 @click.option("--run-id2", default=None, help="Run B (default: the newest run).")
 @click.option(
     "--drift",
@@ -247,34 +267,23 @@ def trace_command(
     help="Add the drift verdict to --json as key 'drift' (the table always shows it).",
 )
 def compare_command(
-    usecase_dir: str,
-    lineage_dir: str,
-    as_json: bool,
-    usecase: str | None,
-    package: str | None,
-    task: str | None,
-    asset: str | None,
-    run_id1: str | None,
-    run_id2: str | None,
-    with_drift: bool,
+    selection: Selection, run_id1: str | None, run_id2: str | None, with_drift: bool
 ) -> None:
-    """Two runs side by side: changed, unchanged, unknown or not comparable, and why; then the
-    drift sensor's verdict on the newer run's outputs (unchanged, explained, drift, not judged)."""
-    store = _open_store(usecase_dir, lineage_dir)
-    task_path = resolve_task(store, usecase, package, task, asset)
+    """Two runs side by side (by default the newest and the one before it of the same
+    partition): changed, unchanged, unknown or not comparable, and why; then the drift
+    sensor's verdict on the newer run's outputs (unchanged, explained, drift, not judged)."""
+    store = selection.store
+    task_path = selection.task_path()
     if bool(run_id1) != bool(run_id2):
         raise CliError("give both --run-id1 and --run-id2, or neither for the latest two runs")
     if run_id1 and run_id2:
         a, b = store.load(task_path, run_id1), store.load(task_path, run_id2)
     else:
-        latest = store.list_runs(task_path, limit=2)
-        if len(latest) < 2:
-            raise CliError(f"compare needs two runs; {task_path} has {len(latest)} in {store.root}")
-        b, a = latest
+        a, b = latest_pair(store, task_path)
     comparison = compare(a, b)
     previous, current = earlier_first(a, b)
     judgements = judge_records(previous.to_dict(), current.to_dict())
-    if as_json:
+    if selection.as_json:
         document = comparison.to_dict()
         if with_drift:
             document["drift"] = drift_document(judgements, previous, current)
@@ -286,36 +295,18 @@ def compare_command(
 
 
 @lineage.command("search")
-@_where
-@_task_options
+@_selected
 @click.option("--status", default=None, help="Only runs with this status (success, error, ...).")
 @click.option("--since", default=None, help="Only runs started on or after this ISO date/time.")
-def search_command(
-    usecase_dir: str,
-    lineage_dir: str,
-    as_json: bool,
-    usecase: str | None,
-    package: str | None,
-    task: str | None,
-    asset: str | None,
-    status: str | None,
-    since: str | None,
-) -> None:
+def search_command(selection: Selection, status: str | None, since: str | None) -> None:
     """Runs across tasks, narrowed by -u/-p/-t (or --asset), --status and --since."""
-    store = _open_store(usecase_dir, lineage_dir)
-    if asset is not None and task is not None:
-        raise CliError("give -t/--task or --asset, not both")
-    name = task_name_for_key(_asset_parts(asset)) if asset is not None else task
-    if package and not usecase:
+    name = selection.task_name()
+    if selection.package and not selection.usecase:
         raise CliError("-p needs -u")
-    prefix = "/".join(p for p in (usecase, package) if p) or None
-    records = store.search(prefix, status=status, since=since, task=name)
-    if as_json:
-        _print_json([record.to_dict() for record in records])
-    elif not records:
-        make_console().print("No matching lineage records.")
-    else:
-        make_console().print(search_table(records))
+    prefix = "/".join(p for p in (selection.usecase, selection.package) if p) or None
+    records = selection.store.search(prefix, status=status, since=since, task=name)
+    human = search_table(records) if records else "No matching lineage records."
+    selection.print([record.to_dict() for record in records], human)
 
 
 def _fail(message: str, as_json: bool, code: int = 1) -> int:

@@ -20,20 +20,7 @@ from dagster._core.definitions.asset_checks.asset_check_evaluation import (
 )
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from ubunye_core.drift import (
-    DRIFT_REASONS,
-    INPUTS_CHANGED,
-    INPUTS_UNKNOWN,
-    SAME_INPUTS,
-    DriftEvidence,
-    Judgement,
-    Verdict,
-    carries_ubunye_metadata,
-    inputs_from_document,
-    judge,
-    strongest_reason,
-    validate_flag_reasons,
-)
+from ubunye_core import drift
 from ubunye_dagster import metadata as metadata_keys
 
 if TYPE_CHECKING:
@@ -55,9 +42,9 @@ NOTHING_NEW = "no new materialisations"
 
 #: Severity of a failed check by drift reason: non-determinism is an error, the others a warning.
 SEVERITY_BY_REASON: Mapping[str, dg.AssetCheckSeverity] = {
-    SAME_INPUTS: dg.AssetCheckSeverity.ERROR,
-    INPUTS_CHANGED: dg.AssetCheckSeverity.WARN,
-    INPUTS_UNKNOWN: dg.AssetCheckSeverity.WARN,
+    drift.SAME_INPUTS: dg.AssetCheckSeverity.ERROR,
+    drift.INPUTS_CHANGED: dg.AssetCheckSeverity.WARN,
+    drift.INPUTS_UNKNOWN: dg.AssetCheckSeverity.WARN,
 }
 
 CoercibleToWatchedAsset = (
@@ -70,7 +57,7 @@ class DriftSettings(BaseModel):
 
     model_config = ConfigDict(frozen=True)
 
-    flag_reasons: tuple[str, ...] = DRIFT_REASONS
+    flag_reasons: tuple[str, ...] = drift.DRIFT_REASONS
     # Dagster refuses to fetch more than 10,000 event records in one query.
     max_events_per_tick: int = Field(default=200, ge=1, le=10_000)
     tick_time_budget_seconds: float | None = Field(default=30.0, ge=0)
@@ -81,7 +68,7 @@ class DriftSettings(BaseModel):
     def _known_reasons(cls, value: Iterable[str]) -> tuple[str, ...]:
         if isinstance(value, str):
             value = (value,)
-        return validate_flag_reasons(value)
+        return drift.validate_flag_reasons(value)
 
 
 class DriftCursor(BaseModel):
@@ -120,11 +107,11 @@ class Finding(BaseModel):
     storage_id: int
     run_id: str
     timestamp: float
-    receipt: DriftEvidence
+    receipt: drift.DriftEvidence
     previous_storage_id: int | None = None
     previous_run_id: str | None = None
-    previous_receipt: DriftEvidence | None = None
-    judgement: Judgement
+    previous_receipt: drift.DriftEvidence | None = None
+    judgement: drift.Judgement
     notes: tuple[str, ...] = ()
 
 
@@ -155,15 +142,15 @@ def watched_asset_keys(assets: Iterable[CoercibleToWatchedAsset]) -> list[dg.Ass
     return keys
 
 
-def evidence_from_metadata(values: Mapping[str, Any]) -> DriftEvidence:
+def evidence_from_metadata(values: Mapping[str, Any]) -> drift.DriftEvidence:
     """A receipt's drift evidence from materialisation metadata unwrapped to plain values."""
-    return DriftEvidence(
+    return drift.DriftEvidence(
         data_hash=_text_or_none(values.get(metadata_keys.DATA_HASH)),
         hash_method=_text_or_none(values.get(metadata_keys.HASH_METHOD)),
         hash_error=_text_or_none(values.get(metadata_keys.HASH_ERROR)),
         code_hash=_text_or_none(values.get(metadata_keys.CODE_HASH)),
         environment_hash=_text_or_none(values.get(metadata_keys.ENVIRONMENT_HASH)),
-        inputs=inputs_from_document(values.get(metadata_keys.INPUTS)),
+        inputs=drift.inputs_from_document(values.get(metadata_keys.INPUTS)),
         record_path=_text_or_none(values.get(metadata_keys.RECORD_PATH)),
     )
 
@@ -184,7 +171,7 @@ def judge_pending_materialisations(
         instance, asset_keys, cursor.after_storage_id, settings.max_events_per_tick
     )
     findings: list[Finding] = []
-    latest: dict[tuple[dg.AssetKey, str | None], tuple[dg.EventLogRecord, DriftEvidence]] = {}
+    latest: dict[tuple[dg.AssetKey, str | None], tuple[dg.EventLogRecord, drift.DriftEvidence]] = {}
     records_cache: dict[str, Mapping[str, Any] | None] = {}
     last_looked_at = cursor.after_storage_id
     for index, record in enumerate(pending):
@@ -196,7 +183,7 @@ def judge_pending_materialisations(
             break
         last_looked_at = record.storage_id
         values = _metadata_values(record)
-        if asset_keys is None and not carries_ubunye_metadata(values):
+        if asset_keys is None and not drift.carries_ubunye_metadata(values):
             # Remembered all the same: a later receipt's predecessor is this record, as it
             # would be if looked up in the event log.
             latest[(_asset_key(record), record.partition_key)] = (
@@ -209,7 +196,7 @@ def judge_pending_materialisations(
 
 
 def check_evaluation_for(
-    finding: Finding, flag_reasons: Iterable[str] = DRIFT_REASONS
+    finding: Finding, flag_reasons: Iterable[str] = drift.DRIFT_REASONS
 ) -> dg.AssetCheckEvaluation:
     """The `ubunye_reproducible` evaluation that makes a finding visible on the asset."""
     judgement = finding.judgement
@@ -246,9 +233,9 @@ def tag_drifted_runs(
         if run is None:
             continue
         existing = run.tags.get(DRIFT_TAG)
-        if existing in DRIFT_REASONS:
+        if existing in drift.DRIFT_REASONS:
             reasons.add(existing)
-        reason = strongest_reason(reasons)
+        reason = drift.strongest_reason(reasons)
         if reason != existing:
             instance.add_run_tags(run_id, {DRIFT_TAG: reason})
         written[run_id] = reason
@@ -259,7 +246,7 @@ def build_drift_sensor(
     assets: Iterable[CoercibleToWatchedAsset] | None = None,
     *,
     name: str = "ubunye_drift_sensor",
-    flag_reasons: Iterable[str] = DRIFT_REASONS,
+    flag_reasons: Iterable[str] = drift.DRIFT_REASONS,
     alert_job: dg.JobDefinition | UnresolvedAssetJobDefinition | str | None = None,
     minimum_interval_seconds: int = 60,
     max_events_per_tick: int = 200,
@@ -329,7 +316,7 @@ def build_reproducibility_checks(
     assets: Iterable[CoercibleToWatchedAsset],
     *,
     name: str = "ubunye_reproducibility_checks",
-    flag_reasons: Iterable[str] = DRIFT_REASONS,
+    flag_reasons: Iterable[str] = drift.DRIFT_REASONS,
     use_lineage_store: bool = True,
 ) -> list[dg.AssetChecksDefinition]:
     """Declare the `ubunye_reproducible` check on each asset, so the UI shows the sensor's results.
@@ -425,7 +412,7 @@ def _judge_record(
     record: dg.EventLogRecord,
     values: Mapping[str, Any],
     settings: DriftSettings,
-    latest: dict[tuple[dg.AssetKey, str | None], tuple[dg.EventLogRecord, DriftEvidence]],
+    latest: dict[tuple[dg.AssetKey, str | None], tuple[dg.EventLogRecord, drift.DriftEvidence]],
     records_cache: dict[str, Mapping[str, Any] | None],
 ) -> Finding:
     """Judge one materialisation; `latest` remembers this tick's receipts per asset and partition.
@@ -458,7 +445,7 @@ def _judge_record(
         previous_storage_id=previous.storage_id if previous is not None else None,
         previous_run_id=previous.run_id if previous is not None else None,
         previous_receipt=previous_receipt,
-        judgement=judge(receipt, previous_receipt),
+        judgement=drift.judge(receipt, previous_receipt),
         notes=tuple(dict.fromkeys(notes)),
     )
 
@@ -474,7 +461,7 @@ def _judge_latest(
             check_name=CHECK_NAME,
             passed=True,
             description="Not judged: the asset has never been materialised.",
-            metadata={"ubunye/verdict": Verdict.NOT_JUDGED.value},
+            metadata={"ubunye/verdict": drift.Verdict.NOT_JUDGED.value},
         )
     record = latest[0]
     finding = _judge_record(instance, record, _metadata_values(record), settings, {}, {})
@@ -494,7 +481,7 @@ def _receipt(
     settings: DriftSettings,
     records_cache: dict[str, Mapping[str, Any] | None],
     notes: list[str],
-) -> DriftEvidence:
+) -> drift.DriftEvidence:
     """The receipt from metadata; the run record fills only what the metadata lacks."""
     receipt = evidence_from_metadata(values)
     if not (settings.use_lineage_store and receipt.lacks_evidence and receipt.record_path):
@@ -557,16 +544,18 @@ def _alert_request(finding: Finding) -> dg.RunRequest:
 def _describe(finding: Finding, flagged: bool) -> str:
     judgement = finding.judgement
     previous = finding.previous_run_id or "a materialisation outside any run"
-    if judgement.verdict is Verdict.UNCHANGED:
+    if judgement.verdict is drift.Verdict.UNCHANGED:
         return f"Reproduced: same data as the previous materialisation (run {previous})."
-    if judgement.verdict is Verdict.EXPLAINED:
+    if judgement.verdict is drift.Verdict.EXPLAINED:
         return f"Data changed, explained: {judgement.reason} since run {previous}."
-    if judgement.verdict is Verdict.NOT_JUDGED:
+    if judgement.verdict is drift.Verdict.NOT_JUDGED:
         return f"Not judged: {judgement.reason}."
     detail = {
-        SAME_INPUTS: "code, environment and every input digest are unchanged (non-determinism)",
-        INPUTS_CHANGED: f"inputs moved: {', '.join(judgement.moved_inputs)}",
-        INPUTS_UNKNOWN: "the inputs' digests are not recorded, so they cannot be compared",
+        drift.SAME_INPUTS: (
+            "code, environment and every input digest are unchanged (non-determinism)"
+        ),
+        drift.INPUTS_CHANGED: f"inputs moved: {', '.join(judgement.moved_inputs)}",
+        drift.INPUTS_UNKNOWN: "the inputs' digests are not recorded, so they cannot be compared",
     }[judgement.reason]
     prefix = "Drift" if flagged else "Drift (not flagged by configuration)"
     return (

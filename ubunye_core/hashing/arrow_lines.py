@@ -24,7 +24,7 @@ from ubunye_core.hashing.canonical import (
     struct_field_kinds,
     value_text,
 )
-from ubunye_core.hashing.types import plain_type
+from ubunye_core.hashing.types import canonical_type, plain_type
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -268,6 +268,18 @@ def _struct_texts(col: pa.Array, kind: str) -> pa.Array:
     return pc.if_else(col.is_null(), pa.scalar(None, pa.string()), body)
 
 
+def _kind_decides_text(t: pa.DataType) -> bool:
+    """True where the spec's text depends on the kind name, not only on the Python value."""
+    import pyarrow as pa
+
+    return (
+        pa.types.is_floating(t)
+        or pa.types.is_list(t)
+        or pa.types.is_struct(t)
+        or pa.types.is_map(t)
+    )
+
+
 def value_texts(col: pa.Array, kind: str) -> pa.Array:
     """One column's canonical value texts as a string array; null where the value is null."""
     import pyarrow as pa
@@ -277,6 +289,10 @@ def value_texts(col: pa.Array, kind: str) -> pa.Array:
     if plain != col.type:
         col = col.cast(plain)
     t = col.type
+    if _kind_decides_text(t) and kind != canonical_type(t):
+        # A struct field whose name holds ':', ',', '<' or '>' makes its kind text ambiguous;
+        # the spec then reads a kind other than the Arrow type, and its text is the one kept.
+        return pa.array(_written_by_spec(kind, col.to_pylist()), pa.string())
     if pa.types.is_integer(t):
         return pc.cast(col, pa.string())
     if pa.types.is_boolean(t):

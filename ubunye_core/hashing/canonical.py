@@ -129,14 +129,19 @@ def binary_text(value: bytes | bytearray | memoryview) -> str:
 
 @lru_cache(maxsize=4096)
 def split_top_level(text: str) -> tuple[str, ...]:
-    """Split ``text`` on the commas that are not inside ``<...>`` or ``(...)``."""
+    """Split ``text`` on the commas that are not inside ``<...>``.
+
+    Parentheses are not counted, so ``decimal(10,2)`` splits too: a decimal's text does not
+    depend on its kind, and the reference reads kind texts exactly this way, which keeps
+    the two in agreement even for struct field names holding these characters.
+    """
     parts: list[str] = []
     depth = 0
     start = 0
     for i, ch in enumerate(text):
-        if ch in "<(":
+        if ch == "<":
             depth += 1
-        elif ch in ">)":
+        elif ch == ">":
             depth -= 1
         elif ch == "," and depth == 0:
             parts.append(text[start:i])
@@ -149,7 +154,7 @@ def split_top_level(text: str) -> tuple[str, ...]:
 @lru_cache(maxsize=4096)
 def struct_field_kinds(kind: str) -> dict[str, str]:
     """``struct<a:int32,b:string>`` -> ``{"a": "int32", "b": "string"}``; ``{}`` for other kinds."""
-    if not (kind.startswith("struct<") and kind.endswith(">")):
+    if not kind.startswith("struct<"):
         return {}
     fields = {}
     for part in split_top_level(kind[7:-1]):
@@ -160,13 +165,13 @@ def struct_field_kinds(kind: str) -> dict[str, str]:
 
 def list_item_kind(kind: str) -> str:
     """``list<int64>`` -> ``int64``; ``""`` for other kinds."""
-    return kind[5:-1] if kind.startswith("list<") and kind.endswith(">") else ""
+    return kind[5:-1] if kind.startswith("list<") else ""
 
 
 def map_kinds(kind: str) -> tuple[str, str]:
     """``map<string,int64>`` -> ``("string", "int64")``; empty names for other kinds."""
     parts = split_top_level(kind[4:-1]) if kind.startswith("map<") and kind.endswith(">") else ()
-    return (parts[0], parts[1]) if len(parts) == 2 else ("", "")
+    return (parts[0] if parts else "", parts[1] if len(parts) > 1 else "")
 
 
 def map_key_text(key: Any) -> str:

@@ -2,93 +2,25 @@
 
 from __future__ import annotations
 
-import time
-from collections.abc import Mapping
 from typing import Any
 
-from ubunye_core.hashing.digest import Fingerprint
-from ubunye_dagster.expectations import ArrowRuleCounter, RuleCounter
-from ubunye_dagster.handlers import arrow_files
-from ubunye_dagster.handlers.base import FrameHandler, LoadedFrame, StagedWrite, type_is
+from ubunye_dagster.handlers.arrow_backed import ArrowBackedHandler
 
 
-class ArrowStagedWrite(StagedWrite):
-    """An Arrow table waiting to be written as one Parquet file; hashed under ``writer``'s rules."""
-
-    def __init__(self, table: Any, path: Any, writer: str):
-        super().__init__(location=str(path))
-        self.table = table
-        self.path = path
-        self.writer = writer
-        self._fingerprint: Fingerprint | None = None
-
-    def fingerprint(self) -> Fingerprint:
-        if self._fingerprint is None:
-            self._fingerprint = arrow_files.fingerprint_stored(self.table, self.writer)
-        return self._fingerprint
-
-    def schema_pairs(self) -> list[tuple[str, str]]:
-        from ubunye_core.hashing import arrow_schema_pairs
-
-        table = self.table
-        if self.writer == "pandas":
-            try:
-                table = arrow_files.pandas_view(table)
-            except ValueError:
-                table = arrow_files.without_index_columns(table)
-        return arrow_schema_pairs(table)
-
-    def rule_counter(self) -> RuleCounter:
-        table = arrow_files.without_index_columns(self.table)
-        try:
-            kinds = dict(self.schema_pairs())
-        except Exception:  # a column type rows-v1 has no name for: Arrow's own name
-            kinds = {field.name: str(field.type) for field in table.schema}
-        return ArrowRuleCounter(table, kinds)
-
-    def commit(self, notes: Mapping[str, str]) -> None:
-        with self.write_watch.timing():
-            arrow_files.write_table_atomically(self.table, self.path, notes)
-
-    def discard(self) -> None:
-        self.table = None  # nothing was written; only the memory is given back
-
-
-def load_arrow(path: Any, convert: Any) -> LoadedFrame:
-    """Read the Parquet at ``path`` as ``convert(table)``; it is hashed under its writer's rules."""
-    started = time.perf_counter()
-    table = arrow_files.read_table(path)
-    notes = arrow_files.stored_notes(table, path)
-    frame = convert(table)
-    seconds = time.perf_counter() - started
-    writer = notes.get("ubunye.writer")
-    return LoadedFrame(
-        frame=frame,
-        read_seconds=seconds,
-        fingerprint=lambda: arrow_files.fingerprint_stored(table, writer),
-        hash_basis="materialised",
-        writer=writer,
-        stored_data_hash=notes.get("ubunye.data_hash"),
-        stored_schema_hash=notes.get("ubunye.schema_hash"),
-    )
-
-
-class PandasHandler(FrameHandler):
+class PandasHandler(ArrowBackedHandler):
     """pandas DataFrames, stored as Parquet with pandas' own metadata (index, dtypes)."""
 
     kind = "pandas"
     backend = "pandas"
+    library = "pandas"
+    type_names = ("DataFrame",)
 
-    def accepts_type(self, cls: type) -> bool:
-        return type_is(cls, "pandas", ("DataFrame",))
-
-    def stage(self, obj: Any, path: Any, context: Any) -> StagedWrite:
+    def to_arrow(self, obj: Any) -> Any:
         import pyarrow as pa
 
         # A named index is stored as columns (even a RangeIndex), as rows-v1 hashes it.
         keep_index = True if any(name is not None for name in obj.index.names) else None
-        table = pa.Table.from_pandas(obj, preserve_index=keep_index)
-        return ArrowStagedWrite(table, path, writer=self.kind)
+        return pa.Table.from_pandas(obj, preserve_index=keep_index)
 
-    def load(self, path: Any, context: Any, as_type: type | None = None) -> LoadedFrame:
-        return load_arrow(path, lambda table: table.to_pandas())
+    def from_arrow(self, table: Any, as_type: type | None) -> Any:
+        return table.to_pandas()

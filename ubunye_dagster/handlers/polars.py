@@ -5,30 +5,27 @@ from __future__ import annotations
 from typing import Any
 
 from ubunye_dagster.handlers import arrow_files
-from ubunye_dagster.handlers.base import FrameHandler, LoadedFrame, StagedWrite, type_is
-from ubunye_dagster.handlers.pandas import ArrowStagedWrite, load_arrow
+from ubunye_dagster.handlers.arrow_backed import ArrowBackedHandler
+from ubunye_dagster.handlers.base import type_is
 
 
-class PolarsHandler(FrameHandler):
-    """polars DataFrames and LazyFrames."""
+def _is_lazy(cls: Any) -> bool:
+    return cls is not None and type_is(cls, "polars", ("LazyFrame",))
+
+
+class PolarsHandler(ArrowBackedHandler):
+    """polars DataFrames and LazyFrames; an input annotated ``LazyFrame`` loads lazy."""
 
     kind = "polars"
     backend = "polars"
+    library = "polars"
+    type_names = ("DataFrame", "LazyFrame")
 
-    def accepts_type(self, cls: type) -> bool:
-        return type_is(cls, "polars", ("DataFrame", "LazyFrame"))
+    def to_arrow(self, obj: Any) -> Any:
+        return (obj.collect() if _is_lazy(type(obj)) else obj).to_arrow()
 
-    def stage(self, obj: Any, path: Any, context: Any) -> StagedWrite:
-        frame = obj.collect() if type_is(type(obj), "polars", ("LazyFrame",)) else obj
-        return ArrowStagedWrite(frame.to_arrow(), path, writer=self.kind)
+    def from_arrow(self, table: Any, as_type: type | None) -> Any:
+        import polars as pl
 
-    def load(self, path: Any, context: Any, as_type: type | None = None) -> LoadedFrame:
-        lazy = as_type is not None and type_is(as_type, "polars", ("LazyFrame",))
-
-        def to_polars(table: Any) -> Any:
-            import polars as pl
-
-            frame = pl.from_arrow(arrow_files.without_index_columns(table))
-            return frame.lazy() if lazy else frame
-
-        return load_arrow(path, to_polars)
+        frame = pl.from_arrow(arrow_files.without_index_columns(table))
+        return frame.lazy() if _is_lazy(as_type) else frame

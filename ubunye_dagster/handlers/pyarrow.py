@@ -5,24 +5,21 @@ from __future__ import annotations
 from typing import Any
 
 from ubunye_dagster.handlers import arrow_files
-from ubunye_dagster.handlers.base import FrameHandler, LoadedFrame, StagedWrite, type_is
-from ubunye_dagster.handlers.pandas import ArrowStagedWrite, load_arrow
+from ubunye_dagster.handlers.arrow_backed import ArrowBackedHandler
 
 
-class PyArrowHandler(FrameHandler):
+class PyArrowHandler(ArrowBackedHandler):
     """pyarrow Tables; a RecordBatch is written as a one-batch table."""
 
     kind = "pyarrow"
     backend = "pyarrow"
+    library = "pyarrow"
+    type_names = ("Table", "RecordBatch")
 
-    def accepts_type(self, cls: type) -> bool:
-        return type_is(cls, "pyarrow", ("Table", "RecordBatch"))
-
-    def stage(self, obj: Any, path: Any, context: Any) -> StagedWrite:
+    def to_arrow(self, obj: Any) -> Any:
         import pyarrow as pa
 
-        table = pa.Table.from_batches([obj]) if isinstance(obj, pa.RecordBatch) else obj
-        return ArrowStagedWrite(table, path, writer=self.kind)
+        return pa.Table.from_batches([obj]) if isinstance(obj, pa.RecordBatch) else obj
 
-    def load(self, path: Any, context: Any, as_type: type | None = None) -> LoadedFrame:
-        return load_arrow(path, arrow_files.without_index_columns)
+    def from_arrow(self, table: Any, as_type: type | None) -> Any:
+        return arrow_files.without_index_columns(table)

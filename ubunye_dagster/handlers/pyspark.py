@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any
 
@@ -36,16 +36,17 @@ def spark_uri(path: Any) -> str:
 
 
 @contextmanager
-def _micros_timestamps(spark: Any) -> Any:
-    previous = spark.conf.get(_TIMESTAMP_TYPE_CONF, None)
-    spark.conf.set(_TIMESTAMP_TYPE_CONF, "TIMESTAMP_MICROS")
+def session_conf(spark: Any, key: str, value: str) -> Iterator[None]:
+    """Set one Spark session setting for the block, then put back what was there."""
+    previous = spark.conf.get(key, None)
+    spark.conf.set(key, value)
     try:
         yield
     finally:
         if previous is None:
-            spark.conf.unset(_TIMESTAMP_TYPE_CONF)
+            spark.conf.unset(key)
         else:
-            spark.conf.set(_TIMESTAMP_TYPE_CONF, previous)
+            spark.conf.set(key, previous)
 
 
 def session_for(context: Any, resource_key: str | None) -> Any:
@@ -137,7 +138,10 @@ class SparkStagedWrite(StagedWrite):
         self.staged = arrow_files.temporary_sibling(path)
         spark = df.sparkSession
         try:
-            with self.write_watch.timing(), _micros_timestamps(spark):
+            with (
+                self.write_watch.timing(),
+                session_conf(spark, _TIMESTAMP_TYPE_CONF, "TIMESTAMP_MICROS"),
+            ):
                 df.write.mode("error").parquet(spark_uri(self.staged))
             self.written = spark.read.parquet(spark_uri(self.staged))
         except BaseException:
