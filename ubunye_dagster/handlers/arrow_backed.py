@@ -79,15 +79,14 @@ def load_arrow(path: Any, convert: Any) -> LoadedFrame:
 
 
 class ArrowBackedHandler(FrameHandler):
-    """A frame library whose frames convert to and from one Arrow table."""
+    """A frame library whose frames convert to and from one Arrow table; its ``kind`` is also
+    the name of the library's module."""
 
-    #: The top-level module the frame types live in (``pandas``, ``polars``, ...).
-    library: ClassVar[str]
-    #: The frame type names this handler stores.
+    #: The frame type names (in the module named ``kind``) this handler stores.
     type_names: ClassVar[tuple[str, ...]]
 
     def accepts_type(self, cls: type) -> bool:
-        return type_is(cls, self.library, self.type_names)
+        return type_is(cls, self.kind, self.type_names)
 
     def stage(self, obj: Any, path: Any, context: Any) -> StagedWrite:
         return ArrowStagedWrite(self.to_arrow(obj), path, writer=self.kind)

@@ -10,9 +10,7 @@ from ubunye_dagster.handlers.arrow_backed import ArrowBackedHandler
 class PandasHandler(ArrowBackedHandler):
     """pandas DataFrames, stored as Parquet with pandas' own metadata (index, dtypes)."""
 
-    kind = "pandas"
-    backend = "pandas"
-    library = "pandas"
+    kind = backend = "pandas"
     type_names = ("DataFrame",)
 
     def to_arrow(self, obj: Any) -> Any:

@@ -16,9 +16,7 @@ def _is_lazy(cls: Any) -> bool:
 class PolarsHandler(ArrowBackedHandler):
     """polars DataFrames and LazyFrames; an input annotated ``LazyFrame`` loads lazy."""
 
-    kind = "polars"
-    backend = "polars"
-    library = "polars"
+    kind = backend = "polars"
     type_names = ("DataFrame", "LazyFrame")
 
     def to_arrow(self, obj: Any) -> Any:

@@ -11,9 +11,7 @@ from ubunye_dagster.handlers.arrow_backed import ArrowBackedHandler
 class PyArrowHandler(ArrowBackedHandler):
     """pyarrow Tables; a RecordBatch is written as a one-batch table."""
 
-    kind = "pyarrow"
-    backend = "pyarrow"
-    library = "pyarrow"
+    kind = backend = "pyarrow"
     type_names = ("Table", "RecordBatch")
 
     def to_arrow(self, obj: Any) -> Any:
