@@ -296,7 +296,10 @@ def test_a_rule_naming_a_missing_column_is_refused_and_nothing_is_written(tmp_pa
         ({"not_null": "a", "unique": "b"}, "exactly one of"),
         ({"between": {"column": "a"}}, "needs 'min', 'max' or both"),
         ({"not_null": "a", "severity": "quarantine"}, "severity"),
-        ({"banana": "a"}, "banana"),
+        ({"banana": "a"}, "unknown rule kind 'banana'"),
+        ({"not_nul": "a"}, "unknown rule kind 'not_nul' \\(did you mean 'not_null'\\?\\)"),
+        ({"one_off": {"column": "a", "values": [1]}}, "did you mean 'one_of'"),
+        ("not_null", "is a mapping like"),
     ],
 )
 def test_a_malformed_rule_is_refused_with_a_message_naming_the_problem(declared, problem):

@@ -385,7 +385,9 @@ def test_public_fingerprint_hashes_a_spark_frame_with_the_spark_aggregation(spar
 
 def test_the_spark_sums_are_the_lanes_of_every_canonical_line(spark: Any) -> None:
     df = spark_frame(spark, AWKWARD_TEXT)
-    lines = [row[0] for row in spark_hashing.canonical_lines(df).collect()]  # test-only collect
+    lines = [
+        row[0] for row in spark_hashing.spark_canonical_lines(df).collect()
+    ]  # test-only collect
     expected_a = sum(line_lanes(line)[0] for line in lines) & LANE_MASK
     expected_b = sum(line_lanes(line)[1] for line in lines) & LANE_MASK
     assert spark_hashing.spark_row_count_and_lane_sums(df) == (len(lines), (expected_a, expected_b))
@@ -521,6 +523,18 @@ def test_spark_types_get_the_adr_names(spark: Any) -> None:
     from ubunye.adapters.spark.content_hash import fingerprint_spark as reference_spark
 
     assert digest_of(fingerprint_spark(df)) == digest_of(reference_spark(df))
+
+
+def test_a_spark_type_outside_the_adr_table_is_refused_and_reported_honestly(spark: Any) -> None:
+    from ubunye_core import fingerprint
+    from ubunye_core.hashing.types import UnsupportedTypeError
+
+    df = spark.sql("SELECT 1 AS n, INTERVAL '1' DAY AS gap")
+    with pytest.raises(UnsupportedTypeError, match="interval day"):
+        spark_schema_pairs(df)
+    fp = fingerprint(df)
+    assert (fp.data_hash, fp.row_count) == (None, None)
+    assert fp.error is not None and fp.error.startswith("UnsupportedTypeError: ")
 
 
 def test_duplicate_column_names_are_refused_and_reported_honestly(spark: Any) -> None:

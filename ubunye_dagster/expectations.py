@@ -18,6 +18,7 @@ failed, total, passed``.
 
 from __future__ import annotations
 
+import difflib
 from collections.abc import Mapping, Sequence
 from typing import Any, Literal, Protocol
 
@@ -143,6 +144,7 @@ def parse_rules(declared: Any, *, where: str = "ubunye/expectations") -> list[Ru
         raise ExpectationError(f"{where} is a list of rules, not {type(declared).__name__}")
     rules = []
     for position, entry in enumerate(declared):
+        _refuse_unknown_keys(entry, f"{where}[{position}]")
         try:
             rules.append(Rule.model_validate(entry))
         except ValidationError as exc:
@@ -156,6 +158,23 @@ def parse_rules(declared: Any, *, where: str = "ubunye/expectations") -> list[Ru
     if repeated:
         raise ExpectationError(f"{where}: rule names must differ; repeated: {', '.join(repeated)}")
     return rules
+
+
+def _refuse_unknown_keys(entry: Any, where: str) -> None:
+    """A key that is neither a rule kind nor ``name``/``severity``: an error naming it, with the
+    kind it was probably meant to be."""
+    if not isinstance(entry, Mapping):
+        raise ExpectationError(f"{where} is a mapping like {{'not_null': 'column'}}, not {entry!r}")
+    known = list(Rule.model_fields)
+    for key in entry:
+        if key in known:
+            continue
+        close = difflib.get_close_matches(str(key), known, n=1)
+        hint = f" (did you mean '{close[0]}'?)" if close else ""
+        raise ExpectationError(
+            f"{where}: unknown rule kind '{key}'{hint}; a rule is one of "
+            f"{', '.join(RULE_KINDS)}, with an optional name and severity"
+        )
 
 
 class RuleCounter(Protocol):

@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from ubunye_core.hashing.digest import LANE_MASK, Fingerprint, data_hash, schema_hash
+from ubunye_core.hashing.types import UnsupportedTypeError
 
 #: Options that make ``to_json`` write the canonical line whatever the session says: instants in
 #: UTC to the microsecond, wall-clock timestamps and dates as ISO text, null fields left out.
@@ -55,7 +56,8 @@ _SIMPLE_TYPE_NAMES = {
 def spark_type_name(kind: Any) -> str:
     """The canonical rows-v1 name of a Spark SQL type (ADR 006's table).
 
-    A type outside the table keeps Spark's own ``simpleString`` so the hash stays defined.
+    Raises UnsupportedTypeError for a type outside the table (intervals, variant, UDTs, ...),
+    as the Arrow side does: no other engine could write the same line for it.
     """
     from pyspark.sql import types as T
 
@@ -71,7 +73,9 @@ def spark_type_name(kind: Any) -> str:
     if isinstance(kind, T.StructType):
         fields = ",".join(f"{field.name}:{spark_type_name(field.dataType)}" for field in kind)
         return f"struct<{fields}>"
-    return kind.simpleString()
+    raise UnsupportedTypeError(
+        f"rows-v1 has no canonical name for the Spark type {kind.simpleString()}"
+    )
 
 
 def spark_schema_pairs(df: Any) -> list[tuple[str, str]]:
@@ -132,7 +136,7 @@ def spark_row_count_and_lane_sums(df: Any) -> tuple[int, tuple[int, int]]:
         for lane in ("a", "b")
         for shift, bits in zip(PIECE_SHIFTS, PIECE_BITS, strict=True)
     ]
-    digests = canonical_lines(df).select(F.sha2("line", 256).alias("d"))
+    digests = spark_canonical_lines(df).select(F.sha2("line", 256).alias("d"))
     # Each lane is parsed once, as a signed long (conv to base -10), then cut with bit operations.
     lanes = digests.select(
         _signed_lane(F.substring("d", 1, 16)).alias("a"),
@@ -142,7 +146,7 @@ def spark_row_count_and_lane_sums(df: Any) -> tuple[int, tuple[int, int]]:
     return int(row[0]), lane_sums_from_piece_sums(list(row[1:]))
 
 
-def canonical_lines(df: Any) -> Any:
+def spark_canonical_lines(df: Any) -> Any:
     """A one-column DataFrame (``line``) of each row's canonical rows-v1 line.
 
     Columns are renamed by position first, so no name is ever parsed: dots, backticks, spaces
