@@ -16,6 +16,7 @@ from ubunye_core.store import LineageStore
 from ubunye_dagster import UbunyeIOManager, UbunyeResource
 from ubunye_dagster.expectations import ExpectationError, parse_rules
 from ubunye_dagster.handlers import arrow_files
+from ubunye_dagster.recording import executing_job_and_plan
 
 
 def io_manager(root: Path, **settings) -> UbunyeIOManager:
@@ -117,6 +118,82 @@ def test_a_step_failing_after_loading_inputs_leaves_an_error_record(tmp_path):
     assert [t["step"] for t in record.timings] == ["Reader:pandas-parquet"]
     assert record.outputs == []
     assert record.ended_at is not None and record.duration_sec >= 0
+
+
+def unreachable(name: str, **asset_args) -> dg.AssetsDefinition:
+    """An asset with no inputs whose source cannot be reached: it raises before returning."""
+
+    def fetch() -> pd.DataFrame:
+        raise ConnectionError("cannot reach https://api.example.com?api_key=abc123secret")
+
+    return dg.asset(name=name, **asset_args)(fetch)
+
+
+unreachable_source = unreachable(
+    "unreachable_source",
+    group_name="intake",
+    partitions_def=dg.StaticPartitionsDefinition(["north", "south"]),
+)
+unreachable_feed = unreachable("unreachable_feed")
+
+
+@dg.asset(io_manager_key="elsewhere")
+def stored_elsewhere() -> pd.DataFrame:
+    raise ConnectionError("this asset is not stored by UbunyeIOManager")
+
+
+def assert_no_input_failure_record(root: Path, dagster_run_id: str, task_path: str) -> None:
+    """The promise for a step that raised before it loaded or returned anything."""
+    [record] = records(root, task_path)
+    assert record.run_id.startswith(dagster_run_id)
+    assert record.status == "error"
+    assert record.error.startswith("ConnectionError: cannot reach")
+    assert "abc123secret" not in record.error
+    assert record.inputs == [] and record.outputs == []
+    assert [t["step"] for t in record.timings] == [f"Transform:{task_path.rsplit('/')[-1]}"]
+    assert record.started_at <= record.ended_at and record.duration_sec >= 0
+    assert record.code_hash is not None and record.environment_hash is not None
+
+
+def test_a_step_that_fails_before_loading_or_returning_anything_leaves_an_error_record(tmp_path):
+    result = dg.materialize(
+        [unreachable_source, stored_elsewhere],
+        partition_key="south",
+        resources={"io_manager": io_manager(tmp_path), "elsewhere": dg.InMemoryIOManager()},
+        raise_on_error=False,
+    )
+
+    assert not result.success
+    assert_no_input_failure_record(tmp_path, result.run_id, "dagster/intake/unreachable_source")
+    [record] = records(tmp_path, "dagster/intake/unreachable_source")
+    assert record.run_id == f"{result.run_id}.south"
+    assert record.variables["partition_key"] == "south"
+    # Only what UbunyeIOManager stores is its to record.
+    assert not (tmp_path / ".ubunye" / "lineage" / "dagster" / "default").exists()
+
+
+FOUND_AT_TEARDOWN: list = []
+
+
+class TeardownProbe(dg.ConfigurableResource):
+    """Notes what ``executing_job_and_plan`` finds when Dagster tears it down."""
+
+    def teardown_after_execution(self, context) -> None:
+        FOUND_AT_TEARDOWN.append(executing_job_and_plan())
+
+
+@dg.asset
+def probed(probe: TeardownProbe) -> None:
+    return None
+
+
+def test_the_call_stack_still_shows_resource_teardown_the_executing_job():
+    """Guards the one Dagster internal the failure records above rely on."""
+    FOUND_AT_TEARDOWN.clear()
+    dg.materialize([probed], resources={"probe": TeardownProbe()})
+    [(job_def, plan)] = FOUND_AT_TEARDOWN
+    assert isinstance(job_def, dg.JobDefinition) and list(plan.step_keys_to_execute) == ["probed"]
+    assert executing_job_and_plan() is None
 
 
 SEEN_WHILE_RUNNING: list = []
@@ -356,10 +433,11 @@ def test_a_retried_step_records_its_last_attempt_once(tmp_path):
 
 
 def multiprocess_job() -> dg.JobDefinition:
-    """The ledger -> fragile graph as a job run by Dagster's default multiprocess executor."""
+    """ledger -> fragile, and unreachable_feed, as a job run by Dagster's default multiprocess
+    executor."""
     root = Path(os.environ["UBUNYE_TEST_ROOT"])
     defs = dg.Definitions(
-        assets=[ledger, fragile],
+        assets=[ledger, fragile, unreachable_feed],
         jobs=[dg.define_asset_job("ledger_job", executor_def=dg.multiprocess_executor)],
         resources={"io_manager": io_manager(root)},
     )
@@ -383,3 +461,4 @@ def test_a_step_failing_in_its_own_process_still_leaves_an_error_record(tmp_path
     assert failed.status == "error" and failed.error.startswith("RuntimeError: upstream API")
     assert "abc123secret" not in failed.error
     assert [step.name for step in failed.inputs] == ["ledger"]
+    assert_no_input_failure_record(tmp_path, result.run_id, "dagster/default/unreachable_feed")

@@ -137,14 +137,24 @@ class UbunyeIOManager(dg.ConfigurableIOManager):
         return self.base().joinpath(*parts)
 
     def teardown_after_execution(self, context: dg.InitResourceContext) -> None:
-        """Finish the records of this run's steps that failed after loading their inputs.
+        """Finish the records of this run's steps that failed, whether after loading their inputs
+        or before touching the IO manager at all.
 
-        Dagster tears resources down whether or not a step failed, and never calls
-        ``handle_output`` after a failure, so this is where such records get their error.
+        Dagster tears resources down whether or not a step failed (once per run in-process, once
+        per step in a step's own process), and never calls ``handle_output`` after a failure, so
+        this is where such records get their error.
         """
         run = getattr(context, "run", None)
-        if run is not None:
-            recording.finalise_run(run.run_id)
+        if run is None:
+            return
+        executing = recording.executing_job_and_plan()
+        if executing is not None and context.instance is not None:
+            job_def, plan = executing
+            mine = {key for key, d in job_def.resource_defs.items() if d is context.resource_def}
+            recording.record_failures_without_session(
+                context.instance, run, job_def, plan, self.settings, mine
+            )
+        recording.finalise_run(run.run_id)
 
     # --- write -----------------------------------------------------------------------------
 

@@ -21,6 +21,7 @@ import contextlib
 import hashlib
 import inspect
 import json
+import sys
 import threading
 import time
 from collections.abc import Mapping, Sequence
@@ -34,7 +35,7 @@ from ubunye_core.evidence import code_hash, environment, environment_hash
 from ubunye_core.record import RunRecord, StepRecord
 from ubunye_core.store import LineageStore
 from ubunye_dagster.identity import RecordIdentity
-from ubunye_dagster.masking import mask_error, mask_tags
+from ubunye_dagster.masking import mask_error, mask_tags, mask_text
 
 ENGINE_NAME = "ubunye-dagster"
 
@@ -311,9 +312,15 @@ def fill_steps(
     return {loaded.step.name: loaded.asset_key for loaded in [*chosen, *unseen]}
 
 
-def finish(record: RunRecord, status: str, error: BaseException | str | None = None) -> None:
-    """Close ``record``: status, end time, duration and the masked error, if any."""
-    ended = time.time()
+def finish(
+    record: RunRecord,
+    status: str,
+    error: BaseException | str | None = None,
+    *,
+    ended_epoch: float | None = None,
+) -> None:
+    """Close ``record``: status, end time (now unless given), duration and the masked error."""
+    ended = time.time() if ended_epoch is None else ended_epoch
     record.status = status
     record.ended_at = utc_text(ended)
     started = datetime.fromisoformat(record.started_at).timestamp()
@@ -584,3 +591,138 @@ def open_running_records(session: StepSession, settings: Any) -> None:
             input_names=input_names_for(session, asset_key),
         )
         open_record.save()
+
+
+# --- a step that failed before it loaded or wrote anything ---------------------------------------
+
+
+def executing_job_and_plan() -> tuple[Any, Any] | None:
+    """The job definition and execution plan of the Dagster execution this is called within, or
+    None outside one.
+
+    Dagster hands resource teardown neither, yet teardown is where a step that failed without
+    touching the IO manager can still be recorded; both are locals of the frame that runs the
+    execution (``execution_context_event_generator``), in-process and in a step's own process.
+    ``tests/test_io_manager_failures.py`` fails loudly if Dagster moves them.
+    """
+    from dagster._core.definitions.job_base import IJob
+    from dagster._core.execution.plan.plan import ExecutionPlan
+
+    frame = sys._getframe(1)
+    while frame is not None:
+        job, plan = frame.f_locals.get("job"), frame.f_locals.get("execution_plan")
+        if isinstance(job, IJob) and isinstance(plan, ExecutionPlan):
+            return job.get_definition(), plan
+        frame = frame.f_back
+    return None
+
+
+def step_failures(instance: Any, dagster_run_id: str) -> dict[str, str]:
+    """``{step key: "<Type>: <message>"}`` of the run's failed steps, from the event log; the
+    user's own exception rather than Dagster's wrapper around it, credentials masked."""
+    import dagster as dg
+
+    failures: dict[str, str] = {}
+    for entry in instance.all_logs(dagster_run_id, of_type=dg.DagsterEventType.STEP_FAILURE):
+        data = entry.dagster_event.step_failure_data if entry.dagster_event else None
+        error = getattr(data, "error", None)
+        if entry.step_key is None or error is None:
+            continue
+        while error.cause is not None and error.cls_name.startswith("Dagster"):
+            error = error.cause
+        failures[entry.step_key] = mask_text(error.message.strip() or error.cls_name)
+    return failures
+
+
+def _step_times(instance: Any, dagster_run_id: str, step_key: str) -> tuple[float, float | None]:
+    try:
+        [stats] = instance.get_run_step_stats(dagster_run_id, step_keys=[step_key])
+        started, ended = stats.start_time, stats.end_time
+    except Exception:  # no step stats: the record says "now", never nothing
+        started, ended = None, None
+    return (float(started) if started else time.time()), (float(ended) if ended else None)
+
+
+def _run_partition(dagster_run: Any) -> tuple[str | None, dict[str, str] | None]:
+    """The one partition the run targets (its ``dagster/partition`` tag) and its dimensions."""
+    tags = dict(dagster_run.tags)
+    prefix = "dagster/partition/"
+    dimensions = {
+        name[len(prefix) :]: value for name, value in tags.items() if name.startswith(prefix)
+    }
+    return tags.get("dagster/partition"), dimensions or None
+
+
+def record_failures_without_session(
+    instance: Any,
+    dagster_run: Any,
+    job_def: Any,
+    plan: Any,
+    settings: Any,
+    io_manager_keys: set[str],
+) -> list[str]:
+    """Save an ``error`` record for each asset stored under ``io_manager_keys`` whose step ran in
+    this process and failed before it loaded or wrote anything through Ubunye (so no session saw
+    it): the error text (masked), the step's start, end and duration, and its transform timing.
+    Returns the paths saved."""
+    from ubunye_dagster.identity import identity_for_asset
+    from ubunye_dagster.metadata import CODE_FOLDER
+
+    run_id = dagster_run.run_id
+    already = {session.step_key for session in sessions_of_run(run_id)}
+    executed = set(plan.step_keys_to_execute)
+    layer = job_def.asset_layer
+    partition_key, dimensions = _run_partition(dagster_run)
+    run_config_ops = (dagster_run.run_config or {}).get("ops") or {}
+    saved = []
+    for step_key, error_text in step_failures(instance, run_id).items():
+        if step_key in already or step_key not in executed:
+            continue
+        step = plan.get_step_by_key(step_key)
+        op_def = job_def.get_node(step.node_handle).definition
+        started, ended = _step_times(instance, run_id, step_key)
+        session = StepSession(dagster_run_id=run_id, step_key=step_key, started_epoch=started)
+        transform = {
+            "step": f"Transform:{op_def.name}",
+            "seconds": round(max(0.0, (ended or time.time()) - started), 6),
+        }
+        op_config = (run_config_ops.get(op_def.name) or {}).get("config")
+        for output in step.step_outputs:
+            key = layer.get_asset_key_for_node_output(step.node_handle, output.name)
+            if key is None or not layer.has(key):
+                continue
+            node = layer.get(key)
+            if node.io_manager_key not in io_manager_keys:
+                continue
+            partitioned = node.partitions_def is not None
+            if partitioned and partition_key is None:
+                continue  # a range of partitions in one run: refused when written, nothing to keep
+            asset_partition = partition_key if partitioned else None
+            identity = identity_for_asset(
+                usecase=settings.usecase,
+                asset_key=key.path,
+                group_name=node.group_name,
+                dagster_run_id=run_id,
+                partition_key=asset_partition,
+            )
+            folder = code_folder_for(op_def, node.metadata.get(CODE_FOLDER), settings.code_folder)
+            record = new_record(
+                identity,
+                session,
+                code_hash_value=session.code_hash_of(folder),
+                config_hash=config_hash_of(op_config),
+                variables=run_variables(
+                    dagster_run_id=run_id,
+                    step_key=step_key,
+                    asset_key="/".join(key.path),
+                    partition_key=asset_partition,
+                    partition_dimensions=dimensions if partitioned else None,
+                    time_window=None,
+                    tags=dict(dagster_run.tags),
+                    job_name=dagster_run.job_name,
+                ),
+            )
+            record.timings = [dict(transform)]
+            finish(record, "error", error_text, ended_epoch=ended)
+            saved.append(str(settings.store().save(record)))
+    return saved
