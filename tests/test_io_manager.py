@@ -400,7 +400,7 @@ def test_config_hash_is_the_hash_of_the_assets_run_config(tmp_path):
     assert record.config_hash == config_hash_of({"factor": 2.0})
 
 
-def test_an_output_that_is_not_a_frame_fails_with_a_clear_error(tmp_path):
+def test_an_output_that_is_not_a_frame_fails_with_a_clear_error_and_an_error_record(tmp_path):
     @dg.asset
     def not_a_frame() -> list:
         return [1, 2, 3]
@@ -410,6 +410,9 @@ def test_an_output_that_is_not_a_frame_fails_with_a_clear_error(tmp_path):
     [failure] = result.get_step_failure_events()
     error = failure.step_failure_data.error
     assert "cannot store a builtins.list" in error.to_string()
+    record = record_of(tmp_path, "dagster/default/not_a_frame", result.run_id)
+    assert record.status == "error" and "cannot store a builtins.list" in record.error
+    assert record.outputs == []
 
 
 def test_asset_identity_maps_to_a_record_and_back():

@@ -132,7 +132,7 @@ def unreachable(name: str, **asset_args) -> dg.AssetsDefinition:
 unreachable_source = unreachable(
     "unreachable_source",
     group_name="intake",
-    partitions_def=dg.StaticPartitionsDefinition(["north", "south"]),
+    partitions_def=dg.DailyPartitionsDefinition(start_date="2024-01-01"),
 )
 unreachable_feed = unreachable("unreachable_feed")
 
@@ -158,7 +158,7 @@ def assert_no_input_failure_record(root: Path, dagster_run_id: str, task_path: s
 def test_a_step_that_fails_before_loading_or_returning_anything_leaves_an_error_record(tmp_path):
     result = dg.materialize(
         [unreachable_source, stored_elsewhere],
-        partition_key="south",
+        partition_key="2024-01-02",
         resources={"io_manager": io_manager(tmp_path), "elsewhere": dg.InMemoryIOManager()},
         raise_on_error=False,
     )
@@ -166,8 +166,12 @@ def test_a_step_that_fails_before_loading_or_returning_anything_leaves_an_error_
     assert not result.success
     assert_no_input_failure_record(tmp_path, result.run_id, "dagster/intake/unreachable_source")
     [record] = records(tmp_path, "dagster/intake/unreachable_source")
-    assert record.run_id == f"{result.run_id}.south"
-    assert record.variables["partition_key"] == "south"
+    assert record.run_id == f"{result.run_id}.2024-01-02"
+    assert record.variables["partition_key"] == "2024-01-02"
+    assert record.variables["time_window"] == {
+        "start": "2024-01-02T00:00:00+00:00",
+        "end": "2024-01-03T00:00:00+00:00",
+    }
     # Only what UbunyeIOManager stores is its to record.
     assert not (tmp_path / ".ubunye" / "lineage" / "dagster" / "default").exists()
 

@@ -95,6 +95,27 @@ def test_a_recorded_output_followed_by_a_failure_leaves_an_error_record(tmp_path
     assert record.outputs[0].row_count == 3
 
 
+@dg.asset(group_name="stock")
+def export_unreachable(context, ubunye: UbunyeResource) -> None:
+    raise ConnectionError("export target refused the password=hunter2")
+
+
+def test_an_asset_failing_before_it_records_anything_leaves_an_error_record(tmp_path):
+    settings = UbunyeResource(usecase_dir=str(tmp_path))
+    result = dg.materialize(
+        [export_unreachable],
+        resources={"io_manager": dg.InMemoryIOManager(), "ubunye": settings},
+        raise_on_error=False,
+    )
+
+    assert not result.success
+    [record] = LineageStore.for_usecase_dir(tmp_path).list_runs("dagster/stock/export_unreachable")
+    assert record.run_id == result.run_id and record.status == "error"
+    assert record.error.startswith("ConnectionError: export target refused")
+    assert "hunter2" not in record.error
+    assert [t["step"] for t in record.timings] == ["Transform:export_unreachable"]
+
+
 def test_records_are_readable_by_the_reference_cli(tmp_path):
     result = dg.materialize([stock, exported_stock], resources=resources(tmp_path))
     ubunye = pytest.importorskip("ubunye")

@@ -275,7 +275,10 @@ def compare_command(
     store = selection.store
     task_path = selection.task_path()
     if bool(run_id1) != bool(run_id2):
-        raise CliError("give both --run-id1 and --run-id2, or neither for the latest two runs")
+        raise CliError(
+            "give both --run-id1 and --run-id2, or neither (the newest run and the one before it "
+            "of the same partition)"
+        )
     if run_id1 and run_id2:
         a, b = store.load(task_path, run_id1), store.load(task_path, run_id2)
     else:

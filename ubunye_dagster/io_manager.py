@@ -144,17 +144,11 @@ class UbunyeIOManager(dg.ConfigurableIOManager):
         per step in a step's own process), and never calls ``handle_output`` after a failure, so
         this is where such records get their error.
         """
-        run = getattr(context, "run", None)
-        if run is None:
-            return
-        executing = recording.executing_job_and_plan()
-        if executing is not None and context.instance is not None:
-            job_def, plan = executing
-            mine = {key for key, d in job_def.resource_defs.items() if d is context.resource_def}
-            recording.record_failures_without_session(
-                context.instance, run, job_def, plan, self.settings, mine
-            )
-        recording.finalise_run(run.run_id)
+        recording.close_run_records(
+            context,
+            self.settings,
+            claims=lambda job_def, keys, op_def, asset_node: asset_node.io_manager_key in keys,
+        )
 
     # --- write -----------------------------------------------------------------------------
 

@@ -24,7 +24,7 @@ import json
 import sys
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from functools import lru_cache
@@ -617,6 +617,51 @@ def executing_job_and_plan() -> tuple[Any, Any] | None:
     return None
 
 
+def close_run_records(
+    context: Any, settings: Any, claims: Callable[[Any, set[str], Any, Any], bool]
+) -> None:
+    """At a resource's teardown: record the failed steps no session saw, for the assets
+    ``claims(job_def, resource keys, op_def, asset_node)`` says are the resource's, then finish
+    the records still open (``finalise_run``)."""
+    run = getattr(context, "run", None)
+    if run is None:
+        return
+    executing = executing_job_and_plan()
+    if executing is not None and context.instance is not None:
+        job_def, plan = executing
+        keys = resource_keys_of(job_def, context.resource_def)
+        record_failures_without_session(
+            context.instance,
+            run,
+            job_def,
+            plan,
+            settings,
+            owns=lambda op_def, asset_node: claims(job_def, keys, op_def, asset_node),
+        )
+    finalise_run(run.run_id)
+
+
+def _saved(store: LineageStore, identity: RecordIdentity) -> bool:
+    try:
+        return store.path_for(identity.task_path, identity.run_id).exists()
+    except OSError:  # an unreachable store: saving will say so
+        return False
+
+
+def resource_keys_of(job_def: Any, resource_def: Any) -> set[str]:
+    """The keys a job knows a resource definition by (the one being set up or torn down)."""
+    return {key for key, known in job_def.resource_defs.items() if known is resource_def}
+
+
+def stored_by_ubunye(job_def: Any, asset_node: Any) -> bool:
+    """True when the asset's IO manager is an ``UbunyeIOManager`` (which records it itself)."""
+    from ubunye_dagster.io_manager import UbunyeIOManager
+
+    definition = job_def.resource_defs.get(asset_node.io_manager_key)
+    cls = getattr(definition, "configurable_resource_cls", None)
+    return isinstance(cls, type) and issubclass(cls, UbunyeIOManager)
+
+
 def step_failures(instance: Any, dagster_run_id: str) -> dict[str, str]:
     """``{step key: "<Type>: <message>"}`` of the run's failed steps, from the event log; the
     user's own exception rather than Dagster's wrapper around it, credentials masked."""
@@ -653,38 +698,53 @@ def _run_partition(dagster_run: Any) -> tuple[str | None, dict[str, str] | None]
     return tags.get("dagster/partition"), dimensions or None
 
 
+def _window_of(partitions_def: Any, partition_key: str | None) -> tuple[Any, Any] | None:
+    """The time window of a time-partitioned asset's partition, else None."""
+    if partitions_def is None or partition_key is None:
+        return None
+    try:
+        window = partitions_def.time_window_for_partition_key(partition_key)
+    except Exception:  # not partitioned by time
+        return None
+    return (window.start, window.end)
+
+
 def record_failures_without_session(
     instance: Any,
     dagster_run: Any,
     job_def: Any,
     plan: Any,
     settings: Any,
-    io_manager_keys: set[str],
+    owns: Callable[[Any, Any], bool],
 ) -> list[str]:
-    """Save an ``error`` record for each asset stored under ``io_manager_keys`` whose step ran in
-    this process and failed before it loaded or wrote anything through Ubunye (so no session saw
-    it): the error text (masked), the step's start, end and duration, and its transform timing.
-    Returns the paths saved."""
+    """Save an ``error`` record for each asset that ``owns(op_def, asset_node)`` claims whose
+    step ran in this process and failed before its record was opened (it raised before loading
+    or returning anything, or returned something that could not be stored): the error text
+    (masked), any inputs loaded, the step's start, end and duration, and its transform timing.
+    Returns the paths saved; records already open are left to ``finalise_run``."""
     from ubunye_dagster.identity import identity_for_asset
     from ubunye_dagster.metadata import CODE_FOLDER
 
     run_id = dagster_run.run_id
-    already = {session.step_key for session in sessions_of_run(run_id)}
+    sessions = {session.step_key: session for session in sessions_of_run(run_id)}
     executed = set(plan.step_keys_to_execute)
     layer = job_def.asset_layer
     partition_key, dimensions = _run_partition(dagster_run)
     run_config_ops = (dagster_run.run_config or {}).get("ops") or {}
     saved = []
     for step_key, error_text in step_failures(instance, run_id).items():
-        if step_key in already or step_key not in executed:
-            continue
+        if step_key not in executed:
+            continue  # another process ran it, and records it
         step = plan.get_step_by_key(step_key)
         op_def = job_def.get_node(step.node_handle).definition
         started, ended = _step_times(instance, run_id, step_key)
-        session = StepSession(dagster_run_id=run_id, step_key=step_key, started_epoch=started)
+        session = sessions.get(step_key) or StepSession(
+            dagster_run_id=run_id, step_key=step_key, started_epoch=started
+        )
+        since = session.last_read_epoch or session.started_epoch
         transform = {
             "step": f"Transform:{op_def.name}",
-            "seconds": round(max(0.0, (ended or time.time()) - started), 6),
+            "seconds": round(max(0.0, (ended or time.time()) - since), 6),
         }
         op_config = (run_config_ops.get(op_def.name) or {}).get("config")
         for output in step.step_outputs:
@@ -692,7 +752,7 @@ def record_failures_without_session(
             if key is None or not layer.has(key):
                 continue
             node = layer.get(key)
-            if node.io_manager_key not in io_manager_keys:
+            if not owns(op_def, node):
                 continue
             partitioned = node.partitions_def is not None
             if partitioned and partition_key is None:
@@ -705,6 +765,9 @@ def record_failures_without_session(
                 dagster_run_id=run_id,
                 partition_key=asset_partition,
             )
+            store = settings.store()
+            if session.record_for(identity) is not None or _saved(store, identity):
+                continue  # recorded already in this run: finalise_run finishes what is open
             folder = code_folder_for(op_def, node.metadata.get(CODE_FOLDER), settings.code_folder)
             record = new_record(
                 identity,
@@ -717,12 +780,17 @@ def record_failures_without_session(
                     asset_key="/".join(key.path),
                     partition_key=asset_partition,
                     partition_dimensions=dimensions if partitioned else None,
-                    time_window=None,
+                    time_window=_window_of(node.partitions_def, asset_partition),
                     tags=dict(dagster_run.tags),
                     job_name=dagster_run.job_name,
                 ),
             )
-            record.timings = [dict(transform)]
+            fill_steps(
+                record,
+                session,
+                input_names=input_names_for(session, key),
+                extra_timings=[transform],
+            )
             finish(record, "error", error_text, ended_epoch=ended)
-            saved.append(str(settings.store().save(record)))
+            saved.append(str(store.save(record)))
     return saved

@@ -161,7 +161,13 @@ class UbunyeResource(dg.ConfigurableResource):
         return Receipt(record=record, record_path=path, metadata=metadata, data_version=version)
 
     def teardown_after_execution(self, context: dg.InitResourceContext) -> None:
-        """Finish the records of steps that failed after loading their inputs."""
-        run = getattr(context, "run", None)
-        if run is not None:
-            recording.finalise_run(run.run_id)
+        """Finish the records of steps that failed: after loading their inputs, after recording
+        an output, or (for assets that use this resource and are not stored by an
+        ``UbunyeIOManager``, which records those itself) before doing anything at all."""
+        recording.close_run_records(context, self, claims=_uses_resource_unmanaged)
+
+
+def _uses_resource_unmanaged(job_def: Any, keys: set[str], op_def: Any, asset_node: Any) -> bool:
+    """An asset whose op uses this resource and that no ``UbunyeIOManager`` stores."""
+    uses = bool(keys & set(op_def.required_resource_keys))
+    return uses and not recording.stored_by_ubunye(job_def, asset_node)
