@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import statistics
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -148,23 +149,11 @@ def run_spark_bench(spark: Any, rows: int = 1_000_000, repeats: int = 3) -> dict
 
 
 def _local_session() -> Any:
-    import os
-    import sys
+    """The tests' local session (``tests/local_spark.py``), under this bench's name."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
+    from local_spark import build_local_spark_session
 
-    from pyspark.sql import SparkSession
-
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    session = (
-        SparkSession.builder.master("local[2]")
-        .appName("ubunye-spark-hash-bench")
-        .config("spark.ui.enabled", "false")
-        .config("spark.ui.showConsoleProgress", "false")
-        .config("spark.sql.session.timeZone", "America/Sao_Paulo")
-        .config("spark.driver.memory", "2g")
-        .getOrCreate()
-    )
-    session.sparkContext.setLogLevel("ERROR")
-    return session
+    return build_local_spark_session("ubunye-spark-hash-bench")
 
 
 def main() -> None:

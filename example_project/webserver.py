@@ -35,7 +35,8 @@ nux:
   enabled: false
 """
 
-LAUNCH_RUN = """
+#: Every GraphQL operation this driver sends, in one document; a request names the one it runs.
+OPERATIONS = """
 mutation Launch($params: ExecutionParams!) {
   launchRun(executionParams: $params) {
     __typename
@@ -45,77 +46,39 @@ mutation Launch($params: ExecutionParams!) {
     ... on RunConfigValidationInvalid { errors { message } }
   }
 }
-"""
 
-RUN_STATUS = """
 query Run($runId: ID!) {
-  runOrError(runId: $runId) {
-    __typename
-    ... on Run { status }
-    ... on PythonError { message }
-  }
+  runOrError(runId: $runId) { __typename ... on Run { status } ... on PythonError { message } }
 }
-"""
 
-LATEST_MATERIALISATION = """
-query Latest($key: AssetKeyInput!) {
-  assetOrError(assetKey: $key) {
-    __typename
-    ... on Asset {
-      assetMaterializations(limit: 1) {
-        runId
-        partition
-        metadataEntries {
-          __typename
-          label
-          ... on TextMetadataEntry { text }
-          ... on PathMetadataEntry { path }
-          ... on UrlMetadataEntry { url }
-          ... on JsonMetadataEntry { jsonString }
-          ... on IntMetadataEntry { intValue }
-          ... on FloatMetadataEntry { floatValue }
-          ... on BoolMetadataEntry { boolValue }
-        }
-      }
-    }
-  }
-}
-"""
-
-LOCATION_STATUS = """
-{
+query Workspace {
   workspaceOrError {
     __typename
     ... on Workspace {
-      locationEntries {
-        name
-        locationOrLoadError {
-          __typename
-          ... on PythonError { message }
-        }
-      }
+      locationEntries { name locationOrLoadError { __typename ... on PythonError { message } } }
     }
   }
 }
-"""
 
-SENSOR_TICKS = """
 query Ticks($selector: SensorSelector!) {
   sensorOrError(sensorSelector: $selector) {
     __typename
     ... on Sensor {
-      sensorState {
-        status
-        ticks(limit: 20) { status timestamp skipReason error { message } }
-      }
+      sensorState { status ticks(limit: 20) { status timestamp skipReason error { message } } }
     }
     ... on Error { message }
   }
 }
-"""
 
-LATEST_CHECK = """
-query Check($key: AssetKeyInput!) {
+# One round trip for what the tests read about an asset: its latest materialisation (run,
+# partition, metadata) and its checks, each with its execution for that materialisation.
+query AssetState($key: AssetKeyInput!) {
+  assetOrError(assetKey: $key) {
+    __typename
+    ... on Asset {
+      assetMaterializations(limit: 1) { runId partition metadataEntries { ...Entry } }
+    }
+  }
   assetNodeOrError(assetKey: $key) {
     __typename
     ... on AssetNode {
@@ -127,22 +90,25 @@ query Check($key: AssetKeyInput!) {
             executionForLatestMaterialization {
               runId
               status
-              evaluation {
-                success
-                targetMaterialization { runId }
-                metadataEntries {
-                  __typename
-                  label
-                  ... on TextMetadataEntry { text }
-                  ... on JsonMetadataEntry { jsonString }
-                }
-              }
+              evaluation { success targetMaterialization { runId } metadataEntries { ...Entry } }
             }
           }
         }
       }
     }
   }
+}
+
+fragment Entry on MetadataEntry {
+  __typename
+  label
+  ... on TextMetadataEntry { text }
+  ... on PathMetadataEntry { path }
+  ... on UrlMetadataEntry { url }
+  ... on JsonMetadataEntry { jsonString }
+  ... on IntMetadataEntry { intValue }
+  ... on FloatMetadataEntry { floatValue }
+  ... on BoolMetadataEntry { boolValue }
 }
 """
 
@@ -250,9 +216,15 @@ class DagsterDev:
         except FileNotFoundError:
             return ""
 
-    def graphql(self, query: str, variables: Mapping[str, Any] | None = None) -> dict[str, Any]:
-        """POST one GraphQL document; the `data` member, or a WebserverError with the errors."""
-        body = json.dumps({"query": query, "variables": dict(variables or {})}).encode("utf-8")
+    def graphql(self, operation: str, variables: Mapping[str, Any] | None = None) -> dict[str, Any]:
+        """Run one operation of ``OPERATIONS``; the `data` member, or a WebserverError with the
+        errors."""
+        document = {
+            "query": OPERATIONS,
+            "operationName": operation,
+            "variables": dict(variables or {}),
+        }
+        body = json.dumps(document).encode("utf-8")
         request = urllib.request.Request(
             f"{self.url}/graphql",
             data=body,
@@ -278,7 +250,7 @@ class DagsterDev:
             if self._process is not None and self._process.poll() is not None:
                 raise WebserverError(f"dagster dev exited early:\n{self.log_tail()}")
             try:
-                workspace = self.graphql(LOCATION_STATUS)["workspaceOrError"]
+                workspace = self.graphql("Workspace")["workspaceOrError"]
             except (urllib.error.URLError, ConnectionError, TimeoutError) as problem:
                 last_problem = repr(problem)
             else:
@@ -306,7 +278,7 @@ class DagsterDev:
                 "tags": [{"key": key, "value": value} for key, value in (tags or {}).items()]
             },
         }
-        launched = self.graphql(LAUNCH_RUN, {"params": params})["launchRun"]
+        launched = self.graphql("Launch", {"params": params})["launchRun"]
         if launched["__typename"] != "LaunchRunSuccess":
             raise WebserverError(f"launchRun failed: {launched}")
         return str(launched["run"]["runId"])
@@ -315,7 +287,7 @@ class DagsterDev:
         """Poll a run until it finishes; its final status (SUCCESS, FAILURE or CANCELED)."""
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
-            run = self.graphql(RUN_STATUS, {"runId": run_id})["runOrError"]
+            run = self.graphql("Run", {"runId": run_id})["runOrError"]
             if run["__typename"] != "Run":
                 raise WebserverError(f"run {run_id}: {run}")
             if run["status"] in FINISHED:
@@ -323,9 +295,13 @@ class DagsterDev:
             time.sleep(1.0)
         raise WebserverError(f"run {run_id} not finished after {timeout:.0f}s:\n{self.log_tail()}")
 
+    def asset_state(self, asset_key: list[str]) -> dict[str, Any]:
+        """The ``AssetState`` answer for one asset: ``assetOrError`` and ``assetNodeOrError``."""
+        return self.graphql("AssetState", {"key": {"path": asset_key}})
+
     def latest_materialisation(self, asset_key: list[str]) -> dict[str, Any]:
         """The asset's latest materialisation: run id, partition and metadata {label: value}."""
-        answer = self.graphql(LATEST_MATERIALISATION, {"key": {"path": asset_key}})["assetOrError"]
+        answer = self.asset_state(asset_key)["assetOrError"]
         if answer["__typename"] != "Asset" or not answer["assetMaterializations"]:
             raise WebserverError(f"no materialisation of {'/'.join(asset_key)}: {answer}")
         latest = answer["assetMaterializations"][0]
@@ -342,7 +318,7 @@ class DagsterDev:
             "repositoryName": REPOSITORY,
             "sensorName": sensor_name,
         }
-        answer = self.graphql(SENSOR_TICKS, {"selector": selector})["sensorOrError"]
+        answer = self.graphql("Ticks", {"selector": selector})["sensorOrError"]
         if answer["__typename"] != "Sensor":
             raise WebserverError(f"sensor {sensor_name}: {answer}")
         return answer["sensorState"]
@@ -351,7 +327,7 @@ class DagsterDev:
         self, asset_key: list[str], check_name: str
     ) -> dict[str, Any] | None:
         """The execution of `check_name` that targets the asset's latest materialisation, if any."""
-        answer = self.graphql(LATEST_CHECK, {"key": {"path": asset_key}})["assetNodeOrError"]
+        answer = self.asset_state(asset_key)["assetNodeOrError"]
         if answer["__typename"] != "AssetNode":
             raise WebserverError(f"no asset {'/'.join(asset_key)}: {answer}")
         checks = answer["assetChecksOrError"]

@@ -23,6 +23,12 @@ from pathlib import Path
 
 import pyarrow as pa
 
+from ubunye_core.testing.edge_values import (
+    DATE_EDGES,
+    MISSING_AND_SPECIAL_DOUBLES,
+    NOTATION_BOUNDARIES,
+)
+
 OUT = Path(__file__).resolve().parent.parent / "ubunye_core" / "testing" / "golden_rows_v1.json"
 
 ALL = ["arrow", "pandas", "polars", "spark"]
@@ -101,16 +107,8 @@ def vectors() -> list[tuple[str, str, list[str], pa.Table]]:
                 {
                     "x": pa.array(
                         [
-                            math.nan,
-                            None,
-                            0.0,
-                            -0.0,
-                            math.inf,
-                            -math.inf,
-                            1e-3,
-                            math.nextafter(1e-3, 0),
-                            1e7,
-                            math.nextafter(1e7, 0),
+                            *MISSING_AND_SPECIAL_DOUBLES,
+                            *NOTATION_BOUNDARIES,
                             5e-324,
                             -1e-323,
                             2.2250738585072014e-308,
@@ -164,19 +162,7 @@ def vectors() -> list[tuple[str, str, list[str], pa.Table]]:
             "dates",
             "dates from year 1 to 9999",
             ALL,
-            pa.table(
-                {
-                    "day": pa.array(
-                        [
-                            dt.date(1, 1, 1),
-                            dt.date(1582, 10, 15),
-                            dt.date(1970, 1, 1),
-                            dt.date(9999, 12, 31),
-                            None,
-                        ]
-                    )
-                }
-            ),
+            pa.table({"day": pa.array([*DATE_EDGES, None])}),
         ),
         (
             "timestamps_utc",

@@ -146,6 +146,20 @@ def test_trace_prints_steps_hashes_rows_code_environment_timings_and_expectation
         assert expected in out, expected
 
 
+@pytest.mark.parametrize(
+    ("model", "version", "shown"),
+    [("asset", "7", "version: asset v7"), ("asset", "", "version: asset -"), ("", "2", "- v2")],
+)
+def test_trace_shows_what_made_the_rows_and_its_version_or_a_dash(
+    capsys, tmp_path, model, version, shown
+):
+    LineageStore.for_usecase_dir(tmp_path).save(record("run-v", 1, model=model, version=version))
+    code, out, _ = run_cli(capsys, "lineage", "trace", "-d", str(tmp_path), "--asset", "raw/orders")
+    assert code == 0
+    assert shown in out
+    assert " v\n" not in out
+
+
 def test_trace_of_a_version_1_record_says_it_has_no_evidence(capsys, tmp_path):
     store = LineageStore.for_usecase_dir(tmp_path)
     old = record("old", 1).to_dict()

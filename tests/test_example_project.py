@@ -11,54 +11,27 @@ from typing import Any
 
 import dagster as dg
 import pytest
+from example_receipts import (
+    ASSET_GROUPS,
+    NON_SPARK_ASSETS,
+    PARTITIONED,
+    assert_receipt_matches_record,
+    latest_metadata,
+    load_record,
+    receipt,
+)
 
 from example_project import defs
 from example_project.definitions import (
     DAILY_JOB,
     DRIFT_SENSOR,
     MAIN_JOB,
-    USECASE,
     build_definitions,
 )
 from example_project.paths import SEED_DIR
 from example_project.run import DAYS, TRACED_ASSET, trace_command
 from example_project.seed_data.generate import write_seed_data
 from ubunye_dagster import CHECK_NAME
-
-#: The assets that need no Spark, with the group each belongs to.
-NON_SPARK_ASSETS = {
-    "raw/customers": "raw",
-    "raw/orders": "raw",
-    "raw/products": "raw",
-    "sales/order_lines": "sales",
-    "sales/daily_orders": "sales",
-    "customers/customer_stats": "customers",
-    "customers/country_revenue": "customers",
-}
-SPARK_ASSETS = {"spark/order_lines": "spark", "spark/category_revenue": "spark"}
-
-
-def record_file(home: Path, asset: str, group: str, run_id: str) -> Path:
-    """Where the identity mapping puts the record of `asset` for `run_id`."""
-    task = asset.replace("/", ".")
-    return home / ".ubunye" / "lineage" / USECASE / group / task / f"{run_id}.json"
-
-
-def latest_metadata(
-    instance: dg.DagsterInstance, asset: str, partition: str | None = None
-) -> tuple[str, dict[str, Any]]:
-    """The run id and the plain metadata values of the asset's latest materialisation."""
-    records = instance.fetch_materializations(
-        dg.AssetRecordsFilter(
-            asset_key=dg.AssetKey.from_user_string(asset),
-            asset_partitions=[partition] if partition else None,
-        ),
-        limit=1,
-    ).records
-    assert records, f"no materialisation of {asset} {partition or ''}"
-    event = records[0].event_log_entry
-    metadata = event.asset_materialization.metadata
-    return event.run_id, {label: value.value for label, value in metadata.items()}
 
 
 @pytest.fixture(scope="module")
@@ -82,7 +55,7 @@ def pandas_and_polars_run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[
 def test_the_definitions_load() -> None:
     dg.Definitions.validate_loadable(defs)
     keys = {key.to_user_string() for key in defs.resolve_all_asset_keys()}
-    assert keys == set(NON_SPARK_ASSETS) | set(SPARK_ASSETS)
+    assert keys == set(ASSET_GROUPS)
     assert defs.resolve_job_def(MAIN_JOB) is not None
     assert defs.resolve_job_def(DAILY_JOB) is not None
 
@@ -90,17 +63,15 @@ def test_the_definitions_load() -> None:
 def test_the_main_job_materialises_every_asset() -> None:
     job = defs.resolve_job_def(MAIN_JOB)
     assert {key.to_user_string() for key in job.asset_layer.executable_asset_keys} == set(
-        NON_SPARK_ASSETS
-    ) | set(SPARK_ASSETS)
+        ASSET_GROUPS
+    )
 
 
 def test_the_drift_sensor_watches_every_asset_and_each_shows_the_check() -> None:
     sensor = defs.resolve_sensor_def(DRIFT_SENSOR)
     assert sensor.default_status == dg.DefaultSensorStatus.RUNNING
     check_keys = defs.resolve_asset_graph().asset_check_keys
-    assert {key.asset_key.to_user_string() for key in check_keys} == set(NON_SPARK_ASSETS) | set(
-        SPARK_ASSETS
-    )
+    assert {key.asset_key.to_user_string() for key in check_keys} == set(ASSET_GROUPS)
     assert {key.name for key in check_keys} == {CHECK_NAME}
 
 
@@ -115,18 +86,9 @@ def test_every_pandas_and_polars_materialisation_has_a_record_and_a_receipt(
 ) -> None:
     home, instance = pandas_and_polars_run["home"], pandas_and_polars_run["instance"]
     assert all(result.success for result in pandas_and_polars_run["results"])
-    for asset, group in NON_SPARK_ASSETS.items():
-        partition = DAYS[-1] if asset == "sales/daily_orders" else None
-        run_id, metadata = latest_metadata(instance, asset, partition)
-        record_id = f"{run_id}.{partition}" if partition else run_id
-        record = json.loads(record_file(home, asset, group, record_id).read_text("utf-8"))
-        (output,) = record["outputs"]
-        assert record["status"] == "success"
-        assert record["task_path"] == f"{USECASE}/{group}/{asset.replace('/', '.')}"
-        assert output["data_hash"].startswith("sha256:")
-        assert metadata["ubunye/data_hash"] == output["data_hash"], asset
-        assert metadata["ubunye/schema_hash"] == output["schema_hash"], asset
-        assert metadata["dagster/row_count"] == output["row_count"] > 0, asset
+    for asset in sorted(NON_SPARK_ASSETS):
+        partition = DAYS[-1] if asset == PARTITIONED else None
+        record, metadata = assert_receipt_matches_record(instance, home, asset, partition)
         assert metadata["ubunye/code_hash"] == record["code_hash"], asset
 
 
@@ -136,10 +98,11 @@ def test_each_day_of_the_daily_asset_has_its_own_record(
     home, instance = pandas_and_polars_run["home"], pandas_and_polars_run["instance"]
     hashes = set()
     for day in DAYS:
-        run_id, metadata = latest_metadata(instance, "sales/daily_orders", day)
+        run_id, metadata = latest_metadata(instance, PARTITIONED, day)
         assert metadata["ubunye/partition"] == day
         assert metadata["ubunye/run_id"] == f"{run_id}.{day}"
-        assert record_file(home, "sales/daily_orders", "sales", f"{run_id}.{day}").exists()
+        record = load_record(home, PARTITIONED, f"{run_id}.{day}")
+        assert record["outputs"][0]["data_hash"] == metadata["ubunye/data_hash"]
         hashes.add(metadata["ubunye/data_hash"])
     assert len(hashes) == len(DAYS)
 
@@ -148,9 +111,8 @@ def test_a_polars_output_read_by_pandas_keeps_its_digest(
     pandas_and_polars_run: dict[str, Any],
 ) -> None:
     instance = pandas_and_polars_run["instance"]
-    _, written = latest_metadata(instance, "customers/customer_stats")
-    _, reader = latest_metadata(instance, "customers/country_revenue")
-    loaded = reader["ubunye/inputs"]["customer_stats"]
+    written = receipt(instance, "customers/customer_stats")
+    loaded = receipt(instance, "customers/country_revenue")["ubunye/inputs"]["customer_stats"]
     assert loaded["asset_key"] == "customers/customer_stats"
     assert loaded["data_hash"] == written["ubunye/data_hash"]
     assert loaded["row_count"] == written["dagster/row_count"]
@@ -162,10 +124,10 @@ def test_the_trace_command_prints_the_latest_record_of_the_traced_asset(
     from ubunye_core.cli import main
 
     home, instance = pandas_and_polars_run["home"], pandas_and_polars_run["instance"]
-    _, metadata = latest_metadata(instance, TRACED_ASSET)
+    written = receipt(instance, TRACED_ASSET)["ubunye/data_hash"]
     assert main([*trace_command(home, TRACED_ASSET), "--json"]) == 0
     document = json.loads(capsys.readouterr().out)
-    assert [output["data_hash"] for output in document["outputs"]] == [metadata["ubunye/data_hash"]]
+    assert [output["data_hash"] for output in document["outputs"]] == [written]
 
 
 def test_the_declared_expectations_are_checked_and_receipted(
@@ -173,7 +135,7 @@ def test_the_declared_expectations_are_checked_and_receipted(
 ) -> None:
     home, instance = pandas_and_polars_run["home"], pandas_and_polars_run["instance"]
     run_id, metadata = latest_metadata(instance, "sales/order_lines")
-    record = json.loads(record_file(home, "sales/order_lines", "sales", run_id).read_text("utf-8"))
+    record = load_record(home, "sales/order_lines", run_id)
     declared = defs.resolve_assets_def(dg.AssetKey(["sales", "order_lines"])).metadata_by_key[
         dg.AssetKey(["sales", "order_lines"])
     ]["ubunye/expectations"]

@@ -465,6 +465,20 @@ def numbers_graph():
     add_one(make_numbers())
 
 
+@dg.asset(code_version="7")
+def versioned() -> pd.DataFrame:
+    return ORDERS.copy()
+
+
+def test_the_assets_code_version_is_the_records_version(tmp_path):
+    result = run([versioned, orders], tmp_path)
+
+    record = record_of(tmp_path, "dagster/default/versioned", result.run_id)
+    assert (record.model, record.version) == ("asset", "7")
+    unversioned = record_of(tmp_path, "dagster/sales/orders", result.run_id)
+    assert (unversioned.model, unversioned.version) == ("asset", "")
+
+
 def test_op_outputs_are_stored_by_run_and_step_and_recorded_under_the_job(tmp_path):
     job = numbers_graph.to_job(
         name="numbers_job", resource_defs={"io_manager": io_manager(tmp_path)}
@@ -474,6 +488,7 @@ def test_op_outputs_are_stored_by_run_and_step_and_recorded_under_the_job(tmp_pa
     assert (tmp_path / "data" / result.run_id / "add_one" / "result.parquet").is_file()
     record = record_of(tmp_path, "dagster/numbers_job/add_one.result", result.run_id)
     assert record.status == "success"
+    assert record.model == "op"
     [read] = record.inputs
     assert (read.name, read.row_count) == ("numbers", 3)
     written = record_of(tmp_path, "dagster/numbers_job/make_numbers.result", result.run_id)

@@ -244,8 +244,9 @@ def test_a_slice_worker_builds_on_its_own_thread_only():
         seen.append(lanes.hash_threads())
         return pa.array([str(piece)])
 
-    lanes.sum_slices_lanes(iter(range(6)), build, threads=2)
-    assert seen == [1] * 6
+    for count in (1, 2):
+        lanes.sum_slices_lanes(iter(range(6)), build, threads=count)
+    assert seen == [1] * 12
 
 
 def test_without_datafusion_the_fallback_gives_the_same_digest(monkeypatch):

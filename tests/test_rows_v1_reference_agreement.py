@@ -32,6 +32,7 @@ from ubunye_core.hashing import arrow_canonical_lines, arrow_schema_pairs, finge
 from ubunye_core.hashing.arrow_lines import slice_lines, table_slices
 from ubunye_core.hashing.canonical import java_float_text, value_text
 from ubunye_core.hashing.types import schema_pairs
+from ubunye_core.testing.edge_values import MISSING_AND_SPECIAL_DOUBLES, NOTATION_BOUNDARIES
 
 # The reference's parallel helpers start processes for large tables only; keep them off.
 os.environ.setdefault("UBUNYE_HASH_WORKERS", "1")
@@ -61,15 +62,8 @@ TS_LOW_US = -30_610_224_000_000_000 + 86_400_000_000  # 1000-01-02, room for any
 TS_HIGH_US = 253_402_300_800_000_000 - 86_400_000_001  # 9999-12-30
 
 DOUBLE_EDGES = [
-    0.0,
-    -0.0,
-    math.nan,
-    math.inf,
-    -math.inf,
-    1e-3,
-    math.nextafter(1e-3, 0),
-    1e7,
-    math.nextafter(1e7, 0),
+    *MISSING_AND_SPECIAL_DOUBLES,
+    *NOTATION_BOUNDARIES,
     9999999.999999998,
     5e-324,
     1e-323,

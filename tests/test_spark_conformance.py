@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from local_spark import java_feature_version, spark_frame
 
 from ubunye_core.testing.backend_conformance import GoldenVector, RowsV1Conformance
 
@@ -13,24 +14,6 @@ pytestmark = pytest.mark.spark
 #: Vectors holding doubles or floats that Java before 19 writes with other digits than the
 #: shortest round trip (Double.toString / Float.toString, which Spark's to_json calls).
 NEEDS_JAVA_19 = {"doubles_java_edges"}
-
-
-def java_feature_version(spark: Any) -> int:
-    """The Java feature version the executors run."""
-    from pyspark.sql import functions as F
-
-    text = (
-        spark.range(1)
-        .select(
-            F.reflect(
-                F.lit("java.lang.System"),
-                F.lit("getProperty"),
-                F.lit("java.specification.version"),
-            )
-        )
-        .collect()[0][0]
-    )
-    return int(text.split(".")[-1] if text.startswith("1.") else text)
 
 
 class TestSparkDataFrames(RowsV1Conformance):
@@ -52,7 +35,4 @@ class TestSparkDataFrames(RowsV1Conformance):
                 )
 
     def to_frame(self, table: Any) -> Any:
-        from pyspark.sql.pandas.types import from_arrow_schema
-
-        # The Arrow schema, not inference, so a naive timestamp stays wall time (timestamp_ntz).
-        return self.spark.createDataFrame(table, schema=from_arrow_schema(table.schema))
+        return spark_frame(self.spark, table)

@@ -158,6 +158,38 @@ def test_a_failed_spark_write_leaves_the_previous_materialisation_readable(tmp_p
     assert latest.status == "error" and "poisoned" in latest.error
 
 
+def test_spark_stages_under_a_name_it_reads_inside_a_folder_readers_of_the_parent_skip(
+    tmp_path, spark
+):
+    import pyarrow.dataset as ds
+    from upath import UPath
+
+    from ubunye_dagster.handlers.pyspark import SparkStagedWrite
+
+    target = UPath(str(tmp_path / "people.parquet"))
+    staged = SparkStagedWrite(spark.createDataFrame(TABLE), target)
+
+    # Spark ignores a path whose own name starts with "." or "_"; the staged name does not.
+    assert not staged.staged.name.startswith((".", "_"))
+    assert staged.staging.name.startswith(".") and staged.staged.parent == staged.staging
+    assert ds.dataset(str(tmp_path), format="parquet").count_rows() == 0
+    assert staged.fingerprint().row_count == TABLE.num_rows
+
+    staged.commit({"ubunye.writer": "spark"})
+    assert os.listdir(tmp_path) == ["people.parquet"]
+    assert spark.read.parquet(str(target)).count() == TABLE.num_rows
+
+
+def test_a_discarded_spark_write_leaves_nothing_beside_the_target(tmp_path, spark):
+    from upath import UPath
+
+    from ubunye_dagster.handlers.pyspark import SparkStagedWrite
+
+    staged = SparkStagedWrite(spark.createDataFrame(TABLE), UPath(str(tmp_path / "p.parquet")))
+    staged.discard()
+    assert os.listdir(tmp_path) == []
+
+
 @dg.asset(metadata={"ubunye/expectations": [{"between": {"column": "score", "max": 1.0}}]})
 def scored(pyspark: PySparkResource):
     return pyspark.spark_session.createDataFrame(TABLE.select(["id", "score"]))

@@ -6,11 +6,8 @@ built from Arrow tables and the session zone is not UTC (conftest), so a leaked 
 
 from __future__ import annotations
 
-import contextlib
 import datetime as dt
 import inspect
-import math
-from collections.abc import Iterator
 from decimal import Decimal
 from typing import Any
 
@@ -18,6 +15,7 @@ import pyarrow as pa
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from local_spark import SPARK_SESSION_TIME_ZONE, java_feature_version, spark_frame
 
 from ubunye_core.hashing import spark as spark_hashing
 from ubunye_core.hashing.digest import LANE_MASK, line_lanes
@@ -28,6 +26,12 @@ from ubunye_core.hashing.spark import (
     lane_sums_from_piece_sums,
     spark_schema_pairs,
 )
+from ubunye_core.testing.edge_values import (
+    DATE_EDGES,
+    MISSING_AND_SPECIAL_DOUBLES,
+    NOTATION_BOUNDARIES,
+)
+from ubunye_dagster.handlers.pyspark import session_conf
 
 pytestmark = pytest.mark.spark
 
@@ -38,45 +42,6 @@ lanes = st.integers(min_value=0, max_value=LANE_MASK)
 def digest_of(fp: Any) -> tuple[str | None, str | None, int | None]:
     """What two fingerprints (ours or the reference's) must share to agree."""
     return fp.schema_hash, fp.data_hash, fp.row_count
-
-
-def spark_frame(spark: Any, table: pa.Table) -> Any:
-    """A Spark DataFrame of an Arrow table; a naive Arrow timestamp stays wall time (NTZ)."""
-    from pyspark.sql.pandas.types import from_arrow_schema
-
-    return spark.createDataFrame(table, schema=from_arrow_schema(table.schema))
-
-
-@contextlib.contextmanager
-def session_conf(spark: Any, key: str, value: str) -> Iterator[None]:
-    """Set one session setting for the block, then put back what was there."""
-    before = spark.conf.get(key, None)
-    spark.conf.set(key, value)
-    try:
-        yield
-    finally:
-        if before is None:
-            spark.conf.unset(key)
-        else:
-            spark.conf.set(key, before)
-
-
-def java_feature_version(spark: Any) -> int:
-    """The Java feature version the executors run (its Double.toString changed in 19)."""
-    from pyspark.sql import functions as F
-
-    text = (
-        spark.range(1)
-        .select(
-            F.reflect(
-                F.lit("java.lang.System"),
-                F.lit("getProperty"),
-                F.lit("java.specification.version"),
-            )
-        )
-        .collect()[0][0]
-    )
-    return int(text.split(".")[-1] if text.startswith("1.") else text)
 
 
 def arrow_digest(table: pa.Table) -> tuple[str | None, str | None, int | None]:
@@ -202,16 +167,8 @@ NESTED = pa.table(
 
 #: Doubles that Java 17 and Java 19+ write alike: specials and the plain/scientific boundaries.
 PORTABLE_DOUBLES = [
-    float("nan"),
-    None,
-    0.0,
-    -0.0,
-    math.inf,
-    -math.inf,
-    1e-3,
-    math.nextafter(1e-3, 0.0),
-    1e7,
-    math.nextafter(1e7, 0.0),
+    *MISSING_AND_SPECIAL_DOUBLES,
+    *NOTATION_BOUNDARIES,
     5e-324,
     2.2250738585072014e-308,
     1.7976931348623157e308,
@@ -230,7 +187,8 @@ NUMBERS = pa.table(
         "f64": pa.array(PORTABLE_DOUBLES, pa.float64()),
         "f32": pa.array(
             [
-                *(float("nan"), None, 0.0, -0.0, math.inf, -math.inf, 1e-3, 1e7, 0.1),
+                *MISSING_AND_SPECIAL_DOUBLES,
+                *(1e-3, 1e7, 0.1),
                 *(3.4028235e38, 1e-45, -2.5, 16777216.0, 1.5e-38, 7.0, 123456.79),
             ],
             pa.float32(),
@@ -291,16 +249,7 @@ AWKWARD_TEXT = pa.table(
 
 TIMES = pa.table(
     {
-        "day": pa.array(
-            [
-                dt.date(1000, 1, 1),
-                dt.date(1970, 1, 1),
-                dt.date(2024, 2, 29),
-                dt.date(9999, 12, 31),
-                None,
-            ],
-            pa.date32(),
-        ),
+        "day": pa.array([*DATE_EDGES, None], pa.date32()),
         "utc": pa.array(
             [
                 dt.datetime(1000, 1, 1, tzinfo=dt.timezone.utc),
@@ -405,7 +354,7 @@ def test_the_session_time_zone_does_not_change_the_digest(spark: Any, zone: str)
     expected = arrow_digest(TIMES)
     with session_conf(spark, "spark.sql.session.timeZone", zone):
         assert digest_of(fingerprint_spark(spark_frame(spark, TIMES))) == expected
-    assert spark.conf.get("spark.sql.session.timeZone") == "America/Sao_Paulo"
+    assert spark.conf.get("spark.sql.session.timeZone") == SPARK_SESSION_TIME_ZONE
 
 
 @pytest.mark.parametrize(

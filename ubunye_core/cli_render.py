@@ -179,6 +179,12 @@ def _evidence_branch(tree: Tree, record: RunRecord) -> None:
                 node.add(str(rule["detail"]))
 
 
+def version_text(record: RunRecord) -> str:
+    """What made the rows and its version (``asset v3``); ``-`` stands for a missing part."""
+    version = f"v{record.version}" if record.version else "-"
+    return f"{record.model or '-'} {version}"
+
+
 def trace_tree(record: RunRecord) -> Tree:
     """``trace``: inputs, transform, outputs with hashes and row counts, then the v2 evidence."""
     head = Text.assemble(("Lineage trace: ", "bold"), (record.task_path, "bold"))
@@ -192,7 +198,7 @@ def trace_tree(record: RunRecord) -> Tree:
     if record.error:
         tree.add(Text(f"error: {record.error}", style="red"))
     if record.model or record.version:
-        tree.add(f"version: {record.model} v{record.version}")
+        tree.add(Text(f"version: {version_text(record)}"))
     _steps_branch(tree, "INPUTS", record.inputs)
     tree.add(Text("TRANSFORM", style="cyan")).add(record.task_name)
     _steps_branch(tree, "OUTPUTS", record.outputs)

@@ -327,6 +327,7 @@ class UbunyeIOManager(dg.ConfigurableIOManager):
                 tags=dict(step_context.dagster_run.tags),
                 job_name=context.job_name,
             ),
+            model="op",
         )
         return session.keep(
             recording.OpenRecord(

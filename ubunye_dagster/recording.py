@@ -260,8 +260,13 @@ def new_record(
     config_hash: str,
     variables: Mapping[str, Any],
     backend: str = "",
+    model: str = "asset",
+    version: str | None = None,
 ) -> RunRecord:
-    """A record with status ``running``: identity, evidence and what the step knows so far."""
+    """A record with status ``running``: identity, evidence and what the step knows so far.
+
+    ``model`` says what made the rows (``asset`` or ``op``); ``version`` is its code version.
+    """
     env_text, env_hash = environment_evidence()
     return RunRecord(
         run_id=identity.run_id,
@@ -270,8 +275,8 @@ def new_record(
         package=identity.package,
         task_name=identity.task,
         profile="dagster",
-        model="asset",
-        version="",
+        model=model,
+        version=version or "",
         config_hash=config_hash,
         started_at=session.started_at,
         status="running",
@@ -389,29 +394,38 @@ def _asset_layer(step_context: Any) -> Any:
     return step_context.job_def.asset_layer
 
 
-def group_of(step_context: Any, asset_key: Any) -> str | None:
-    """The group of an asset in the step's job, or None when the job does not know it."""
+def _asset_node(step_context: Any, asset_key: Any) -> Any:
+    """The asset's node in the step's job, or None when the job does not know the asset."""
     try:
-        return _asset_layer(step_context).get(asset_key).group_name
+        return _asset_layer(step_context).get(asset_key)
     except Exception:  # an asset outside the job's asset graph
         return None
+
+
+def group_of(step_context: Any, asset_key: Any) -> str | None:
+    """The group of an asset in the step's job, or None when the job does not know it."""
+    node = _asset_node(step_context, asset_key)
+    return None if node is None else node.group_name
+
+
+def code_version_of(step_context: Any, asset_key: Any) -> str | None:
+    """The ``code_version`` the asset was defined with, or None when it has none."""
+    node = _asset_node(step_context, asset_key)
+    return None if node is None else node.code_version
 
 
 def asset_definition_metadata(step_context: Any, asset_key: Any) -> dict[str, Any]:
     """The metadata an asset was defined with."""
-    try:
-        return dict(_asset_layer(step_context).get(asset_key).metadata or {})
-    except Exception:  # an asset outside the job's asset graph
-        return {}
+    node = _asset_node(step_context, asset_key)
+    return {} if node is None else dict(node.metadata or {})
 
 
 def parent_keys_of(step_context: Any, asset_key: Any) -> set[str] | None:
     """The asset's upstream keys as ``a/b`` text, or None when the job does not say."""
-    try:
-        parents = _asset_layer(step_context).get(asset_key).parent_keys
-    except Exception:  # an asset outside the job's asset graph
+    node = _asset_node(step_context, asset_key)
+    if node is None:
         return None
-    return {"/".join(key.path) for key in parents}
+    return {"/".join(key.path) for key in node.parent_keys}
 
 
 def input_names_for(session: StepSession, asset_key: Any) -> list[str] | None:
@@ -541,6 +555,7 @@ def asset_record(
         code_hash_value=session.code_hash_of(folder),
         config_hash=config_hash_of(step_context.op_config),
         variables=variables,
+        version=code_version_of(step_context, asset_key),
     )
     return session.keep(
         OpenRecord(
@@ -784,6 +799,7 @@ def record_failures_without_session(
                     tags=dict(dagster_run.tags),
                     job_name=dagster_run.job_name,
                 ),
+                version=node.code_version,
             )
             fill_steps(
                 record,

@@ -111,7 +111,7 @@ class UbunyeResource(dg.ConfigurableResource):
         step_context = op_context.get_step_execution_context()
         asset_key = context.asset_key
         partition_key = context.partition_key if context.has_partition_key else None
-        session = recording.open_session(context.run_id, step_context.step.key, step_context)
+        session = recording.open_session(context.run.run_id, step_context.step.key, step_context)
         with session.lock:
             transform = session.transform_timing(step_context.op_def.name)
             open_record = recording.asset_record(

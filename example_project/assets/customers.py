@@ -6,16 +6,15 @@ import dagster as dg
 import pandas as pd
 import polars as pl
 
+from example_project.assets import upstream
+
 CUSTOMERS_GROUP = "customers"
 
 
 @dg.asset(
     key=["customers", "customer_stats"],
     group_name=CUSTOMERS_GROUP,
-    ins={
-        "order_lines": dg.AssetIn(key=["sales", "order_lines"]),
-        "customers": dg.AssetIn(key=["raw", "customers"]),
-    },
+    ins=upstream(order_lines="sales/order_lines", customers="raw/customers"),
 )
 def customer_stats(order_lines: pl.DataFrame, customers: pl.DataFrame) -> pl.DataFrame:
     """Per customer (polars): number of orders, total spend, first and last order."""
@@ -36,7 +35,7 @@ def customer_stats(order_lines: pl.DataFrame, customers: pl.DataFrame) -> pl.Dat
 @dg.asset(
     key=["customers", "country_revenue"],
     group_name=CUSTOMERS_GROUP,
-    ins={"customer_stats": dg.AssetIn(key=["customers", "customer_stats"])},
+    ins=upstream(customer_stats="customers/customer_stats"),
 )
 def country_revenue(customer_stats: pd.DataFrame) -> pd.DataFrame:
     """Per country (pandas, reading what polars wrote): customers, buyers and revenue."""

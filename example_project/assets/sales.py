@@ -5,6 +5,8 @@ from __future__ import annotations
 import dagster as dg
 import pandas as pd
 
+from example_project.assets import upstream
+
 SALES_GROUP = "sales"
 #: The days the seed data covers.
 DAILY = dg.DailyPartitionsDefinition(start_date="2024-01-01", end_date="2024-02-01")
@@ -34,10 +36,7 @@ ORDER_LINE_COLUMNS = [
             {"row_count": {"min": 1}},
         ]
     },
-    ins={
-        "orders": dg.AssetIn(key=["raw", "orders"]),
-        "products": dg.AssetIn(key=["raw", "products"]),
-    },
+    ins=upstream(orders="raw/orders", products="raw/products"),
 )
 def order_lines(orders: pd.DataFrame, products: pd.DataFrame) -> pd.DataFrame:
     """Orders that were not cancelled, priced: one line per order with its amount."""
@@ -51,7 +50,7 @@ def order_lines(orders: pd.DataFrame, products: pd.DataFrame) -> pd.DataFrame:
     key=["sales", "daily_orders"],
     group_name=SALES_GROUP,
     partitions_def=DAILY,
-    ins={"order_lines": dg.AssetIn(key=["sales", "order_lines"])},
+    ins=upstream(order_lines="sales/order_lines"),
 )
 def daily_orders(context, order_lines: pd.DataFrame) -> pd.DataFrame:
     """The order lines of the partition's day (UTC)."""

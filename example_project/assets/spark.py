@@ -7,6 +7,7 @@ from dagster_pyspark import PySparkResource
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
+from example_project.assets import upstream
 from example_project.assets.sales import ORDER_LINE_COLUMNS
 
 SPARK_GROUP = "spark"
@@ -15,10 +16,7 @@ SPARK_GROUP = "spark"
 @dg.asset(
     key=["spark", "order_lines"],
     group_name=SPARK_GROUP,
-    ins={
-        "orders": dg.AssetIn(key=["raw", "orders"]),
-        "products": dg.AssetIn(key=["raw", "products"]),
-    },
+    ins=upstream(orders="raw/orders", products="raw/products"),
 )
 def spark_order_lines(
     pyspark: PySparkResource, orders: DataFrame, products: DataFrame
@@ -33,7 +31,7 @@ def spark_order_lines(
 @dg.asset(
     key=["spark", "category_revenue"],
     group_name=SPARK_GROUP,
-    ins={"order_lines": dg.AssetIn(key=["spark", "order_lines"])},
+    ins=upstream(order_lines="spark/order_lines"),
 )
 def category_revenue(pyspark: PySparkResource, order_lines: DataFrame) -> DataFrame:
     """Revenue (rounded to cents, as partial sums may meet in any order) and units per UTC day

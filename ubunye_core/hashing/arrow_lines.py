@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import binascii
 from collections.abc import Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING
 
 from ubunye_core.hashing.canonical import (
@@ -24,22 +25,24 @@ from ubunye_core.hashing.canonical import (
     struct_field_kinds,
     value_text,
 )
+from ubunye_core.hashing.lanes import hash_threads
 from ubunye_core.hashing.types import canonical_type, plain_type
 
 if TYPE_CHECKING:
+    import numpy as np
     import pyarrow as pa
 
 #: Rows per slice: bounds the memory of one slice's text and keeps its offsets in 32 bits.
-SLICE_ROWS = 1 << 15
+SLICE_ROWS = 1 << 16
+
+#: A slice is cut in parts for threads only when each part gets at least this many rows.
+_PART_ROWS = 8192
 
 #: Microseconds since 1970 of 1000-01-01 and 10000-01-01: Arrow writes a four digit year here.
 _FOUR_DIGIT_YEARS_US = (-30_610_224_000_000_000, 253_402_300_800_000_000)
 
 #: date32 days of 0001-01-01 and 9999-12-31, the dates rows-v1 can write.
 _DATE32_RANGE = (-719_162, 2_932_896)
-
-#: Control characters have escapes Arrow cannot write; quotes and backslashes it can.
-_CONTROL = r"[\x00-\x1f]"
 
 
 def table_slices(table: pa.Table, names: Sequence[str]) -> Iterator[pa.RecordBatch]:
@@ -80,15 +83,17 @@ def _written_by_spec(kind: str, values: list) -> list[str | None]:
     return [None if v is None else value_text(v, kind) for v in values]
 
 
-def _put_back(text: pa.Array, col: pa.Array, mask: pa.Array, kind: str) -> pa.Array:
-    """``text`` with the masked positions replaced by the spec's text for those values."""
+def _put_back(text: pa.Array, col: pa.Array, mask: pa.Array, kind: str, head: str = "") -> pa.Array:
+    """``text`` with the masked positions replaced by ``head`` + the spec's text of the value."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
     mask = mask.fill_null(False)
     if not pc.any(mask).as_py():
         return text
-    written = [m for m in _written_by_spec(kind, col.filter(mask).to_pylist()) if m is not None]
+    written = [
+        head + m for m in _written_by_spec(kind, col.filter(mask).to_pylist()) if m is not None
+    ]
     return pc.replace_with_mask(text, mask, pa.array(written, pa.string()))
 
 
@@ -150,7 +155,9 @@ def _float_texts(col: pa.Array, kind: str) -> pa.Array:
     # in the plain range a value has no fraction exactly when it is a whole number.
     text = pc.cast(col, pa.string())
     whole = pc.equal(pc.floor(col), col)
-    text = pc.if_else(whole, pc.binary_join_element_wise(text, ".0", ""), text)
+    if pc.any(whole).as_py():
+        # One pass over the text: the suffix array holds no text worth copying twice.
+        text = pc.binary_join_element_wise(text, pc.if_else(whole, ".0", ""), "")
     zero = pc.equal(size, 0.0)
     if pc.any(zero).as_py():
         plain = pc.or_(plain, zero)  # Arrow writes "0" and "-0": with ".0" those are Java's
@@ -165,11 +172,21 @@ def _float_texts(col: pa.Array, kind: str) -> pa.Array:
         chosen = pc.cast(col.filter(scientific), pa.string())
         text = pc.replace_with_mask(text, scientific, _scientific_texts(chosen))
         not_plain = pc.and_(not_plain, pc.invert(scientific))
-    # Left for the spec: NaN, the infinities and subnormals (Java's two-digit rule).
+    # NaN and the infinities are fixed strings; only subnormals (Java's two-digit rule) are
+    # left for the spec.
+    nan = pc.is_nan(col).fill_null(False)
+    if pc.any(nan).as_py():
+        text = pc.if_else(nan, pa.scalar('"NaN"'), text)
+        not_plain = pc.and_(not_plain, pc.invert(nan))
+    infinite = pc.is_inf(col).fill_null(False)
+    if pc.any(infinite).as_py():
+        signed = pc.if_else(pc.less(col, 0.0), '"-Infinity"', '"Infinity"')
+        text = pc.if_else(infinite, signed, text)
+        not_plain = pc.and_(not_plain, pc.invert(infinite))
     return _put_back(text, col, not_plain, kind)
 
 
-def _timestamp_texts(col: pa.Array) -> pa.Array:
+def _timestamp_texts(col: pa.Array, head: str = "") -> pa.Array:
     import pyarrow as pa
     import pyarrow.compute as pc
 
@@ -182,25 +199,63 @@ def _timestamp_texts(col: pa.Array) -> pa.Array:
     wall = micros.cast(pa.timestamp("us"))
     if any_outside:
         wall = pc.if_else(outside, pa.scalar(None, pa.timestamp("us")), wall)
-    text = pc.replace_substring(pc.cast(wall, pa.string()), " ", "T", max_replacements=1)
-    text = pc.binary_join_element_wise('"', text, 'Z"' if zoned else '"', "")
+    # "yyyy-MM-dd HH:mm:ss.ffffff" with a four digit year: the space is always byte 10.
+    text = pc.binary_replace_slice(pc.cast(wall, pa.string()), 10, 11, "T")
+    text = pc.binary_join_element_wise(head + '"', text, 'Z"' if zoned else '"', "")
     if any_outside:
-        written = [micros_text(v, zoned) for v in micros.filter(outside).to_pylist()]
+        written = [head + micros_text(v, zoned) for v in micros.filter(outside).to_pylist()]
         text = pc.replace_with_mask(text, outside, pa.array(written, pa.string()))
     return text
 
 
-def _string_texts(col: pa.Array, kind: str) -> pa.Array:
+def _text_bytes(col: pa.Array) -> tuple[np.ndarray, np.ndarray]:
+    """A string array's value offsets (from 0) and its values' UTF-8 bytes, as numpy views."""
+    import numpy as np
+
+    _, offset_buffer, data_buffer = col.buffers()
+    if data_buffer is None or len(col) == 0:
+        return np.zeros(len(col) + 1, dtype=np.int64), np.zeros(0, dtype=np.uint8)
+    offsets = np.frombuffer(
+        offset_buffer, dtype=np.int32, count=len(col) + 1, offset=col.offset * 4
+    )
+    start, end = int(offsets[0]), int(offsets[-1])
+    raw = np.frombuffer(data_buffer, dtype=np.uint8, count=end - start, offset=start)
+    return offsets - start, raw
+
+
+def _rows_holding(col: pa.Array, offsets: np.ndarray, hits: np.ndarray) -> pa.Array:
+    """True for each valid value of ``col`` with a byte marked in ``hits``."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    rows = np.zeros(len(col), dtype=bool)
+    rows[np.searchsorted(offsets, np.flatnonzero(hits), side="right") - 1] = True
+    mask = pa.array(rows)
+    return pc.and_(mask, col.is_valid()) if col.null_count else mask
+
+
+def _string_texts(col: pa.Array, kind: str, head: str = "") -> pa.Array:
     import pyarrow.compute as pc
 
     # Invalid UTF-8 must fail here, as it does on the spec path, not be hashed as bytes.
     col.validate(full=True)
+    # One scan of the raw bytes finds the values that need escaping at all (most text has no
+    # quote, backslash or control character); only those go through the slower passes.
+    offsets, raw = _text_bytes(col)
     text = col
-    if pc.any(pc.match_substring_regex(col, r'["\\]')).as_py():
-        text = pc.replace_substring(text, "\\", "\\\\")
-        text = pc.replace_substring(text, '"', '\\"')
-    text = pc.binary_join_element_wise('"', text, '"', "")
-    return _put_back(text, col, pc.match_substring_regex(col, _CONTROL), kind)
+    special = (raw == ord('"')) | (raw == ord("\\"))
+    if special.any():
+        rows = _rows_holding(col, offsets, special)
+        # Many such values: one pass over the whole slice is cheaper than a filter.
+        chosen = col if pc.sum(rows).as_py() * 4 > len(col) else col.filter(rows)
+        escaped = pc.replace_substring(pc.replace_substring(chosen, "\\", "\\\\"), '"', '\\"')
+        text = escaped if chosen is col else pc.replace_with_mask(col, rows, escaped)
+    text = pc.binary_join_element_wise(head + '"', text, '"', "")
+    control = raw < 0x20
+    if control.any():
+        text = _put_back(text, col, _rows_holding(col, offsets, control), kind, head)
+    return text
 
 
 def _list_texts(col: pa.Array, kind: str) -> pa.Array:
@@ -280,6 +335,38 @@ def _kind_decides_text(t: pa.DataType) -> bool:
     )
 
 
+def _member_texts(col: pa.Array, kind: str, head: str) -> pa.Array | None:
+    """``head`` + each value's text, for the kinds whose text takes a join pass anyway (so the
+    head costs nothing); None for every other kind."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    t = col.type
+    if plain_type(t) != t:
+        return None
+    if pa.types.is_boolean(t):
+        return pc.if_else(col, head + "true", head + "false")
+    if pa.types.is_string(t):
+        return _string_texts(col, kind, head)
+    if pa.types.is_timestamp(t):
+        return _timestamp_texts(col, head)
+    if pa.types.is_date32(t):
+        return pc.binary_join_element_wise(head + '"', _date_texts(col), '"', "")
+    return None
+
+
+def _date_texts(col: pa.Array) -> pa.Array:
+    """Dates as ``yyyy-MM-dd`` (unquoted); refuses dates outside the years 1 to 9999."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    days = col.cast(pa.int32())
+    low, high = pc.min(days).as_py(), pc.max(days).as_py()
+    if low is not None and (low < _DATE32_RANGE[0] or high > _DATE32_RANGE[1]):
+        raise ValueError("a date column holds a date outside the years 1 to 9999")
+    return pc.cast(col, pa.string())
+
+
 def value_texts(col: pa.Array, kind: str) -> pa.Array:
     """One column's canonical value texts as a string array; null where the value is null."""
     import pyarrow as pa
@@ -304,11 +391,7 @@ def value_texts(col: pa.Array, kind: str) -> pa.Array:
     if pa.types.is_timestamp(t):
         return _timestamp_texts(col)
     if pa.types.is_date32(t):
-        days = col.cast(pa.int32())
-        low, high = pc.min(days).as_py(), pc.max(days).as_py()
-        if low is not None and (low < _DATE32_RANGE[0] or high > _DATE32_RANGE[1]):
-            raise ValueError("a date column holds a date outside the years 1 to 9999")
-        return pc.binary_join_element_wise('"', pc.cast(col, pa.string()), '"', "")
+        return pc.binary_join_element_wise('"', _date_texts(col), '"', "")
     if pa.types.is_decimal(t) and t.scale >= 0:
         return pc.cast(col, pa.string())
     if pa.types.is_null(t):
@@ -334,28 +417,71 @@ def value_texts(col: pa.Array, kind: str) -> pa.Array:
 
 
 def slice_lines(batch: pa.RecordBatch, kinds: Sequence[str]) -> pa.Array:
-    """The canonical line of every row of ``batch``, whose columns are sorted by name."""
+    """The canonical line of every row of ``batch``, whose columns are sorted by name.
+
+    A large slice is cut in parts built on ``hash_threads()`` threads (Arrow's kernels
+    release the GIL) and joined back in order, so the lines never depend on the threads.
+    """
+    import pyarrow as pa
+
+    rows = batch.num_rows
+    parts = min(hash_threads(), rows // _PART_ROWS)
+    if parts < 2:
+        return _part_lines(batch, kinds)
+    step = -(-rows // parts)
+    pieces = [batch.slice(start, step) for start in range(0, rows, step)]
+    with ThreadPoolExecutor(max_workers=len(pieces), thread_name_prefix="ubunye-lines") as pool:
+        built = list(pool.map(lambda piece: _part_lines(piece, kinds), pieces))
+    return pa.concat_arrays(built)
+
+
+def _part_lines(batch: pa.RecordBatch, kinds: Sequence[str]) -> pa.Array:
+    """The canonical lines of ``batch``, built on the calling thread."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    parts: list = ["{"]
+    parts: list = []
+    # When the first member written has a value in every row it opens the line itself
+    # ('{"name":' instead of ',"name":'): no pass to drop the comma after the brace.
+    opened = False
     for i, (name, kind) in enumerate(zip(batch.schema.names, kinds, strict=True)):
         head = "," + json_string(name) + ":"
-        text = value_texts(batch.column(i), kind)
+        col = batch.column(i)
+        if not parts and col.null_count == 0:
+            head = "{" + head[1:]  # this member opens every line (no null can drop it)
+        member = _member_texts(col, kind, head)
+        if member is not None:
+            if member.null_count and head[0] == "{":
+                member = _member_texts(col, kind, "," + head[1:])
+            elif head[0] == "{":
+                opened = True
+            # The head is already in: a null member (head and all) is left out of the line.
+            if member.null_count < len(member):
+                parts.append(member)
+            continue
+        if head[0] == "{":
+            head = "," + head[1:]
+        text = value_texts(col, kind)
         if text.null_count == 0:
+            if not parts:
+                head, opened = "{" + head[1:], True
             parts += [head, text]  # a scalar head costs no pass over the column
         elif text.null_count < len(text):
             # A null member is left out of the line, head and all.
             parts.append(pc.binary_join_element_wise(head, text, ""))
-    parts.append("}")
-    if len(parts) == 2:
+    if not parts:
         return pa.array(["{}"] * batch.num_rows, pa.string())
+    if not opened:
+        parts.insert(0, "{")
     # Not null_handling="skip": some pyarrow versions drop rows where every input is null.
-    body = pc.binary_join_element_wise(*parts, "", null_handling="replace", null_replacement="")
+    body = pc.binary_join_element_wise(
+        *parts, "}", "", null_handling="replace", null_replacement=""
+    )
     if not isinstance(body, pa.Array):  # every part was a scalar: impossible with a column
         raise RuntimeError("the canonical lines of a slice came back as one value")
-    # Every member starts with a comma; the first one follows the brace.
-    lines = pc.replace_substring(body, "{,", "{", max_replacements=1)
+    # Unless the first member opened the line, every member starts with a comma and the
+    # first one follows the brace.
+    lines = body if opened else pc.replace_substring(body, "{,", "{", max_replacements=1)
     if len(lines) != batch.num_rows or lines.null_count:
         raise RuntimeError("the vectorised canonical lines lost rows")  # never expected
     return lines if lines.type == pa.string() else lines.cast(pa.string())

@@ -3,7 +3,8 @@
 Two engines give the same sums. DataFusion's built-in ``sha256`` hashes an Arrow array
 in native code on several cores without the GIL; it is used when it imports. Otherwise
 ``hashlib`` hashes one line at a time straight from Arrow's buffers (one core: a short
-line's hash holds the GIL). ``UBUNYE_HASH_THREADS`` caps the cores either path may use.
+line's hash holds the GIL). ``UBUNYE_HASH_THREADS`` caps the threads hashing may use;
+:func:`sum_slices_lanes` builds and hashes slices of a table on that many threads.
 """
 
 from __future__ import annotations
@@ -129,22 +130,22 @@ def sum_slices_lanes(
     Sums are order free, so the result is the same for any number of threads.
     """
     count = _thread_count(threads)
-    if count == 1:
-        total_a = total_b = 0
-        for piece in slices:
-            a, b = sum_line_lanes(build_lines(piece), threads=1)
-            total_a, total_b = total_a + a, total_b + b
-        return total_a & LANE_MASK, total_b & LANE_MASK
 
     def work(piece: _Slice) -> tuple[int, int]:
         # Each slice is built and hashed on this one thread: the pool keeps the cores busy.
+        before = getattr(_local, "in_pool", False)
         _local.in_pool = True
         try:
             return sum_line_lanes(build_lines(piece), threads=1)
         finally:
-            _local.in_pool = False
+            _local.in_pool = before
 
     total_a = total_b = 0
+    if count == 1:
+        for piece in slices:
+            a, b = work(piece)
+            total_a, total_b = total_a + a, total_b + b
+        return total_a & LANE_MASK, total_b & LANE_MASK
     with ThreadPoolExecutor(max_workers=count, thread_name_prefix="ubunye-hash") as pool:
         for a, b in _bounded_map(pool, work, slices, count + 1):
             total_a, total_b = total_a + a, total_b + b

@@ -78,15 +78,13 @@ def canonical_type(arrow_type: pa.DataType) -> str:
 
 
 def _is_any_list(t: pa.DataType) -> bool:
+    """True for every Arrow list layout (plain, large, fixed size, view); rows-v1 names and writes
+    them all as one ``list``."""
     import pyarrow as pa
 
-    return (
-        pa.types.is_list(t)
-        or pa.types.is_large_list(t)
-        or pa.types.is_fixed_size_list(t)
-        or pa.types.is_list_view(t)
-        or pa.types.is_large_list_view(t)
-    )
+    layouts = (pa.ListType, pa.LargeListType, pa.FixedSizeListType)
+    views = (pa.ListViewType, pa.LargeListViewType)
+    return isinstance(t, layouts + views)
 
 
 def plain_type(arrow_type: pa.DataType) -> pa.DataType:

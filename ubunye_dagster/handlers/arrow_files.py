@@ -40,6 +40,15 @@ def temporary_sibling(path: Any) -> Any:
     return path.parent / f"{TEMP_MARK}{uuid.uuid4().hex}-{path.name}"
 
 
+def staging_folder(path: Any) -> Any:
+    """A fresh hidden folder beside ``path``, to stage a write at ``<folder>/<path.name>``.
+
+    Whoever lists the parent (Spark, pyarrow datasets) skips the hidden folder; the staged name
+    inside it is not hidden, so Spark reads it back without ignoring it.
+    """
+    return path.parent / f"{TEMP_MARK}{uuid.uuid4().hex}"
+
+
 def _write_parquet(table: pa.Table, sink: Any) -> None:
     """Write ``table`` as Parquet to ``sink`` (a path or a file object)."""
     pq.write_table(table, sink)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from typing import Any
 
 from ubunye_core.hashing.digest import Fingerprint
@@ -130,12 +130,18 @@ class SparkRuleCounter:
 
 
 class SparkStagedWrite(StagedWrite):
-    """Rows Spark has written into a hidden folder beside the target, read back for the hash."""
+    """Rows Spark has written under a hidden folder beside the target, read back for the hash.
+
+    The rows go to ``<hidden folder>/<target name>``: Spark ignores a path whose own name starts
+    with ``.`` or ``_``, so the folder it writes and reads is named like the target, while the
+    hidden folder around it keeps it out of every listing of the target's parent.
+    """
 
     def __init__(self, df: Any, path: Any):
         super().__init__(location=str(path))
         self.path = path
-        self.staged = arrow_files.temporary_sibling(path)
+        self.staging = arrow_files.staging_folder(path)
+        self.staged = self.staging / path.name
         spark = df.sparkSession
         try:
             with (
@@ -175,9 +181,12 @@ class SparkStagedWrite(StagedWrite):
                 # new one is moved in. A reader in between finds no data, never mixed data.
                 arrow_files.remove_path(self.path)
                 self.staged.fs.mv(self.staged.path, self.path.path, recursive=True)
+        # The rows are in place: an empty hidden folder that cannot go now harms no reader.
+        with suppress(OSError):
+            arrow_files.remove_path(self.staging)
 
     def discard(self) -> None:
-        arrow_files.remove_path(self.staged)
+        arrow_files.remove_path(self.staging)
 
 
 class SparkHandler(FrameHandler):
