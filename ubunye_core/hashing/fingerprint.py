@@ -14,7 +14,7 @@ from ubunye_core.hashing.digest import (
     prefixed_sha256,
     schema_hash,
 )
-from ubunye_core.hashing.lanes import sum_line_lanes
+from ubunye_core.hashing.lanes import sum_slices_lanes
 from ubunye_core.hashing.types import schema_pairs
 
 
@@ -46,10 +46,10 @@ def arrow_fingerprint_or_raise(data: Any) -> Fingerprint:
     # A table without columns sums to zero, as the reference has always recorded it.
     if names:
         ordered_kinds = [kinds[name] for name in names]
-        for batch in table_slices(table, names):
-            a, b = sum_line_lanes(slice_lines(batch, ordered_kinds))
-            total_a += a
-            total_b += b
+        # Each thread builds and hashes whole slices, so no core waits between the two.
+        total_a, total_b = sum_slices_lanes(
+            table_slices(table, names), lambda batch: slice_lines(batch, ordered_kinds)
+        )
     return Fingerprint(
         schema_hash=schema_hash(pairs),
         data_hash=data_hash(pairs, table.num_rows, (total_a, total_b)),
