@@ -1,4 +1,4 @@
-"""Engine-neutral core of ubunye-dagster: the rows-v1 content hash and the run record v2 (ADR 006)."""
+"""Engine-neutral core of ubunye-dagster: the rows-v1 hash and the run record v2 (ADR 006)."""
 
 from ubunye_core.hashing import Fingerprint, fingerprint
 

@@ -15,7 +15,7 @@ SchemaPairs = Sequence[tuple[str, str]]
 
 @dataclass(frozen=True)
 class Fingerprint:
-    """What a run record says about one table; ``data_hash`` is None exactly when ``error`` says why."""
+    """What a run record says about one table; no ``data_hash`` exactly when ``error`` says why."""
 
     schema_hash: str
     data_hash: str | None
