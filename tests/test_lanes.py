@@ -176,10 +176,12 @@ def test_digest_is_the_same_whatever_the_number_of_workers(monkeypatch, engine):
 
 def test_hashing_leaves_no_helper_process_or_thread_behind():
     before = set(threading.enumerate())
+    # Children started before (a test session's Spark JVM) are not the hash's to end.
+    children_before = set(_child_processes())
     result = fingerprint(big_table(150_000))
     assert result.is_complete
     assert set(threading.enumerate()) <= before
-    assert _child_processes() == []
+    assert set(_child_processes()) <= children_before
 
 
 def _child_processes() -> list[int]:
