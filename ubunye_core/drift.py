@@ -59,9 +59,9 @@ class DriftEvidence(BaseModel):
     data_hash: str | None = None
     hash_method: str | None = None
     hash_error: str | None = None
+    inputs: dict[str, InputDigest] | None = None
     code_hash: str | None = None
     environment_hash: str | None = None
-    inputs: dict[str, InputDigest] | None = None
     record_path: str | None = None
 
     @classmethod
