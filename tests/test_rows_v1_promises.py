@@ -184,3 +184,16 @@ def test_same_digest_on_arrow_pandas_polars_and_a_port() -> None:
 
     assert digest(Port()) == expected
     assert fingerprint_rows(table.to_pylist(), arrow_schema_pairs(table)).data_hash == expected
+
+
+def test_wide_rows_are_hashed_in_slices_that_stay_within_the_byte_budget(monkeypatch):
+    from ubunye_core.hashing import arrow_lines
+
+    monkeypatch.setattr(arrow_lines, "SLICE_BYTES", 1 << 20)
+    text = ["x" * 65_536 + str(i) for i in range(100)]
+    table = pa.table({"doc": text, "id": list(range(100))})
+    slices = list(arrow_lines.table_slices(table, ["doc", "id"]))
+    assert sum(piece.num_rows for piece in slices) == 100
+    assert max(piece.num_rows for piece in slices) <= 16
+    rows = table.to_pylist()
+    assert fingerprint(table) == fingerprint_rows(rows, arrow_schema_pairs(table))

@@ -33,7 +33,11 @@ if TYPE_CHECKING:
     import pyarrow as pa
 
 #: Rows per slice: bounds the memory of one slice's text and keeps its offsets in 32 bits.
-SLICE_ROWS = 1 << 16
+SLICE_ROWS = 1 << 17
+
+#: Raw bytes per slice: wide rows (long text, blobs) get fewer rows per slice, so a slice's
+#: lines stay far inside Arrow's 2 GiB limit of one string array whatever the row width.
+SLICE_BYTES = 64 << 20
 
 #: A slice is cut in parts for threads only when each part gets at least this many rows.
 _PART_ROWS = 8192
@@ -65,17 +69,37 @@ def table_slices(table: pa.Table, names: Sequence[str]) -> Iterator[pa.RecordBat
         )
 
     for batch in selected.to_batches():
-        if batch.num_rows >= SLICE_ROWS // 8:
-            for start in range(0, batch.num_rows, SLICE_ROWS):
-                yield batch.slice(start, SLICE_ROWS)
+        cap = _rows_within_byte_budget(batch)
+        if batch.num_rows >= cap // 8:
+            step = _even_step(batch.num_rows, cap)
+            for start in range(0, batch.num_rows, step):
+                yield batch.slice(start, step)
             continue
-        if pending_rows + batch.num_rows > SLICE_ROWS:
+        if pending_rows + batch.num_rows > cap:
             yield joined()
             pending, pending_rows = [], 0
         pending.append(batch)
         pending_rows += batch.num_rows
     if pending_rows:
         yield joined()
+
+
+def _rows_within_byte_budget(batch: pa.RecordBatch) -> int:
+    """Most rows of ``batch`` a slice may take: SLICE_ROWS, fewer when its rows are wide."""
+    if batch.num_rows == 0:
+        return SLICE_ROWS
+    per_row = max(1, batch.nbytes // batch.num_rows)
+    return max(1, min(SLICE_ROWS, SLICE_BYTES // per_row))
+
+
+def _even_step(rows: int, cap: int = SLICE_ROWS) -> int:
+    """Rows per slice for a batch of ``rows``: at most ``cap``, in a count of even slices
+    that is a multiple of the threads, so no thread is left with a short last slice alone."""
+    count = -(-rows // cap)
+    if count > 1:
+        threads = hash_threads()
+        count = -(-count // threads) * threads
+    return -(-rows // count)
 
 
 def _written_by_spec(kind: str, values: list) -> list[str | None]:
@@ -243,15 +267,7 @@ def _string_texts(col: pa.Array, kind: str, head: str = "") -> pa.Array:
     # One scan of the raw bytes finds the values that need escaping at all (most text has no
     # quote, backslash or control character); only those go through the slower passes.
     offsets, raw = _text_bytes(col)
-    text = col
-    special = (raw == ord('"')) | (raw == ord("\\"))
-    if special.any():
-        rows = _rows_holding(col, offsets, special)
-        # Many such values: one pass over the whole slice is cheaper than a filter.
-        chosen = col if pc.sum(rows).as_py() * 4 > len(col) else col.filter(rows)
-        escaped = pc.replace_substring(pc.replace_substring(chosen, "\\", "\\\\"), '"', '\\"')
-        text = escaped if chosen is col else pc.replace_with_mask(col, rows, escaped)
-    text = pc.binary_join_element_wise(head + '"', text, '"', "")
+    text = pc.binary_join_element_wise(head + '"', _escaped_quotes(col, offsets, raw), '"', "")
     control = raw < 0x20
     if control.any():
         text = _put_back(text, col, _rows_holding(col, offsets, control), kind, head)
@@ -355,6 +371,85 @@ def _member_texts(col: pa.Array, kind: str, head: str) -> pa.Array | None:
     return None
 
 
+def _member_pieces(col: pa.Array, kind: str, head: str) -> list | None:
+    """``head`` + each value's text as pieces the line's final join puts together (scalars and
+    arrays), for a column without nulls whose text would otherwise take a join pass of its own;
+    None when the column needs the general path."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    t = col.type
+    if col.null_count or len(col) == 0 or plain_type(t) != t:
+        return None
+    if pa.types.is_floating(t) and kind == canonical_type(t):
+        return _float_pieces(col, head)
+    if pa.types.is_timestamp(t):
+        micros = _floor_micros(col)
+        low, high = _FOUR_DIGIT_YEARS_US
+        bounds = pc.min_max(micros)
+        if bounds["min"].as_py() < low or bounds["max"].as_py() >= high:
+            return None
+        # "yyyy-MM-dd HH:mm:ss.ffffff" with a four digit year: the space is always byte 10.
+        text = pc.binary_replace_slice(
+            pc.cast(micros.cast(pa.timestamp("us")), pa.string()), 10, 11, "T"
+        )
+        return [head + '"', text, 'Z"' if t.tz is not None else '"']
+    if pa.types.is_date32(t):
+        return [head + '"', _date_texts(col), '"']
+    if pa.types.is_string(t):
+        col.validate(full=True)
+        offsets, raw = _text_bytes(col)
+        if (raw < 0x20).any():
+            return None
+        return [head + '"', _escaped_quotes(col, offsets, raw), '"']
+    return None
+
+
+def _float_pieces(col: pa.Array, head: str) -> list | None:
+    """A float column without nulls as ``[head, digits, suffix]``: the suffix is ``.0`` after a
+    whole number, or the whole text of NaN and the infinities (their digits are left empty);
+    None when a value is written in scientific form or by the spec."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    if pa.types.is_float16(col.type):
+        return None
+    values = col.to_numpy(zero_copy_only=True)
+    # The spec decides on the value as a double, whatever the column's precision.
+    wide = values.astype(np.float64, copy=False)
+    size = np.abs(wide)
+    finite = np.isfinite(wide)
+    plain = ((size >= PLAIN_LOW) & (size < PLAIN_HIGH)) | (size == 0.0)
+    if not (plain | ~finite).all():
+        return None
+    # Codes into the suffixes: 0 "", 1 ".0", 2 NaN, 3 +Infinity, 4 -Infinity.
+    code = (np.floor(wide) == wide).astype(np.int8)
+    special = ~finite
+    if special.any():
+        code[np.isnan(wide)] = 2
+        code[wide == np.inf] = 3
+        code[wide == -np.inf] = 4
+        col = pa.array(values, col.type, mask=special)  # their digits are left out
+    suffixes = pa.array(["", ".0", '"NaN"', '"Infinity"', '"-Infinity"'], pa.string())
+    suffix = suffixes.take(pa.array(code))
+    return [head, pc.cast(col, pa.string()), suffix]
+
+
+def _escaped_quotes(col: pa.Array, offsets: np.ndarray, raw: np.ndarray) -> pa.Array:
+    """String values with every backslash and double quote escaped by a backslash."""
+    import pyarrow.compute as pc
+
+    special = (raw == ord('"')) | (raw == ord("\\"))
+    if not special.any():
+        return col
+    rows = _rows_holding(col, offsets, special)
+    # Many such values: one pass over the whole slice is cheaper than a filter.
+    chosen = col if pc.sum(rows).as_py() * 4 > len(col) else col.filter(rows)
+    escaped = pc.replace_substring(pc.replace_substring(chosen, "\\", "\\\\"), '"', '\\"')
+    return escaped if chosen is col else pc.replace_with_mask(col, rows, escaped)
+
+
 def _date_texts(col: pa.Array) -> pa.Array:
     """Dates as ``yyyy-MM-dd`` (unquoted); refuses dates outside the years 1 to 9999."""
     import pyarrow as pa
@@ -449,6 +544,12 @@ def _part_lines(batch: pa.RecordBatch, kinds: Sequence[str]) -> pa.Array:
         col = batch.column(i)
         if not parts and col.null_count == 0:
             head = "{" + head[1:]  # this member opens every line (no null can drop it)
+        pieces = _member_pieces(col, kind, "," + head[1:])
+        if pieces is not None:
+            if not parts:
+                pieces[0], opened = "{" + pieces[0][1:], True
+            parts += pieces
+            continue
         member = _member_texts(col, kind, head)
         if member is not None:
             if member.null_count and head[0] == "{":
@@ -473,10 +574,15 @@ def _part_lines(batch: pa.RecordBatch, kinds: Sequence[str]) -> pa.Array:
         return pa.array(["{}"] * batch.num_rows, pa.string())
     if not opened:
         parts.insert(0, "{")
+    # Neighbouring texts are one part: the join's cost grows with its parts, text or not.
+    joined: list = []
+    for part in [*parts, "}"]:
+        if isinstance(part, str) and joined and isinstance(joined[-1], str):
+            joined[-1] += part
+        else:
+            joined.append(part)
     # Not null_handling="skip": some pyarrow versions drop rows where every input is null.
-    body = pc.binary_join_element_wise(
-        *parts, "}", "", null_handling="replace", null_replacement=""
-    )
+    body = pc.binary_join_element_wise(*joined, "", null_handling="replace", null_replacement="")
     if not isinstance(body, pa.Array):  # every part was a scalar: impossible with a column
         raise RuntimeError("the canonical lines of a slice came back as one value")
     # Unless the first member opened the line, every member starts with a comma and the
