@@ -11,6 +11,7 @@ import textwrap
 import time
 import uuid
 import warnings
+from itertools import islice
 
 import pytest
 from hypothesis import given, settings
@@ -277,6 +278,21 @@ def test_runs_written_at_the_same_moment_are_ordered_by_started_at(tmp_path):
         set_mtime(store, record, 1_700_000_000)
     assert [r.run_id for r in store.list_runs(TASK)] == ["c", "b", "a"]
     assert [r.run_id for r in store.list_runs(TASK, limit=1)] == ["c"]
+
+
+def test_a_limited_listing_reads_only_the_newest_files(tmp_path):
+    store = LineageStore(tmp_path)
+    records = [make_record(run_id) for run_id in ("old", "mid", "new")]
+    for record in records:
+        store.save(record)
+    # The oldest file is corrupt: a listing that reads it would warn.
+    store.path_for(TASK, "old").write_bytes(b"not json")
+    for i, record in enumerate(records):
+        set_mtime(store, record, 1_700_000_000 + i * 10)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", UnreadableRecordWarning)
+        assert [r.run_id for r in store.list_runs(TASK, limit=2)] == ["new", "mid"]
+        assert [r.run_id for r in islice(store.iter_runs(TASK), 2)] == ["new", "mid"]
 
 
 def test_a_task_without_records_lists_nothing(store):

@@ -240,12 +240,13 @@ def trace_command(selection: Selection, run_id: str | None) -> None:
 def latest_pair(store: LineageStore, task_path: str) -> tuple[RunRecord, RunRecord]:
     """(previous, newest): the newest run of the task and the run before it of the same
     partition, so a partition is only ever compared with itself."""
-    runs = store.list_runs(task_path)
-    if not runs:
+    runs = store.iter_runs(task_path)
+    newest = next(runs, None)
+    if newest is None:
         raise CliError(f"compare needs two runs; {task_path} has none in {store.root}")
-    newest, older = runs[0], runs[1:]
     partition = partition_of(newest.to_dict())
-    for record in older:
+    # Lazy: reading stops at the first older run of the same partition.
+    for record in runs:
         if partition_of(record.to_dict()) == partition:
             return record, newest
     which = f"partition {partition!r}" if partition is not None else "unpartitioned runs"

@@ -1,7 +1,8 @@
 """Evidence beside the data: a hash of the task's code and the machine's description (ADR 006).
 
-Both are computed exactly as the reference defines them, so a record written here and one written
-by ``ubunye-engine`` agree on ``code_hash`` and ``environment_hash`` for the same code and machine.
+Both are computed exactly as the reference defines them: the same task folder gets the same
+``code_hash`` from either tool, and the same environment description the same ``environment_hash``
+(this package lists a few more packages, so the descriptions themselves differ under Dagster).
 """
 
 from __future__ import annotations

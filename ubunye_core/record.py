@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from datetime import datetime, timezone
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
@@ -25,11 +24,6 @@ HASH_BASES = ("materialised", "recomputed")
 
 _LIST_FIELDS = ("inputs", "outputs", "timings", "expectations", "llm_calls")
 _DICT_FIELDS = ("variables", "environment", "llm_budget")
-
-
-def utc_now_text() -> str:
-    """The current time as ISO-8601 UTC text, the form ``started_at`` and ``ended_at`` take."""
-    return datetime.now(tz=timezone.utc).isoformat()
 
 
 def _parse_object(text: str | bytes | bytearray) -> dict[str, Any]:

@@ -29,10 +29,10 @@ from __future__ import annotations
 import os
 import secrets
 import warnings
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import suppress
 from datetime import date, datetime, timezone
-from itertools import groupby
+from itertools import groupby, islice
 from os import PathLike
 from typing import Any
 
@@ -298,9 +298,9 @@ class LineageStore:
         """One run of a task, by its run id or a prefix of it that fits exactly one run."""
         prefix = check_segment(run_id_or_prefix, "run id")
         folder = self.task_dir(task_path)
-        exact = folder / (prefix + _RECORD_SUFFIX)
-        if exact.exists():
-            return self.read(exact)
+        # A whole run id is one read; only a prefix needs the folder listing.
+        with suppress(RecordNotFoundError):
+            return self.read(folder / (prefix + _RECORD_SUFFIX))
         files = self._record_files(folder)
         fits = sorted(p.name[: -len(_RECORD_SUFFIX)] for p, _ in files)
         fits = [run_id for run_id in fits if run_id.startswith(prefix)]
@@ -317,11 +317,15 @@ class LineageStore:
             )
         return self.read(folder / (fits[0] + _RECORD_SUFFIX))
 
+    def iter_runs(self, task_path: str) -> Iterator[RunRecord]:
+        """A task's runs, newest first, each file read only when the iteration reaches it."""
+        return self._newest_first(self._record_files(self.task_dir(task_path)))
+
     def list_runs(self, task_path: str, limit: int | None = None) -> list[RunRecord]:
         """A task's runs, newest first (file modification time, then ``started_at``)."""
         if limit is not None and limit < 0:
             raise ValueError(f"limit must be 0 or more, not {limit}")
-        return self._newest_first(self._record_files(self.task_dir(task_path)), limit)
+        return list(islice(self.iter_runs(task_path), limit))
 
     def latest(self, task_path: str) -> RunRecord | None:
         """A task's newest run, or None when it has none."""
@@ -348,7 +352,7 @@ class LineageStore:
             for entry in self._record_files(folder)
         ]
         found = []
-        for record in self._newest_first(files, None):
+        for record in self._newest_first(files):
             if status is not None and record.status != status:
                 continue
             if since_at is not None:
@@ -413,21 +417,14 @@ class LineageStore:
             return []
         return [self.task_dir(tp) for tp in self.task_paths(**wanted)]
 
-    def _newest_first(
-        self, files: Iterable[tuple[UPath, float]], limit: int | None
-    ) -> list[RunRecord]:
+    def _newest_first(self, files: Iterable[tuple[UPath, float]]) -> Iterator[RunRecord]:
+        """Records by file modification time, newest first; files that share a time are read
+        together and ordered by ``started_at``. Lazy, so a caller that stops early reads less."""
         ordered = sorted(files, key=lambda entry: entry[1], reverse=True)
-        records: list[RunRecord] = []
         for _, group in groupby(ordered, key=lambda entry: entry[1]):
-            if limit is not None and len(records) >= limit:
-                break
-            same_time = []
-            for path, _ in group:
-                record = self._read_or_warn(path)
-                if record is not None:
-                    same_time.append(record)
-            records.extend(sorted(same_time, key=_started_key, reverse=True))
-        return records if limit is None else records[:limit]
+            read = (self._read_or_warn(path) for path, _ in group)
+            same_time = [record for record in read if record is not None]
+            yield from sorted(same_time, key=_started_key, reverse=True)
 
     def _read_or_warn(self, path: UPath) -> RunRecord | None:
         try:
