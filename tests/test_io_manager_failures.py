@@ -367,7 +367,8 @@ def test_a_rule_naming_a_missing_column_is_refused_and_nothing_is_written(tmp_pa
 
     result = run([misdeclared], tmp_path, raise_on_error=False)
 
-    assert "names column 'nope', which the output does not have" in failure_text(result)
+    assert "column 'nope' of rule" in failure_text(result)
+    assert "is not in the output" in failure_text(result)
     assert not (tmp_path / "data" / "misdeclared.parquet").exists()
 
 

@@ -48,44 +48,49 @@ class ExpectationFailed(Exception):
         )
 
 
-class Between(BaseModel):
-    """Values of ``column`` lie in ``[min, max]``; either bound may be left out."""
+class _Strict(BaseModel):
+    """A rule part that refuses keys it does not know (a typo is an error, not a no-op)."""
 
     model_config = ConfigDict(extra="forbid")
+
+
+class Between(_Strict):
+    """``column`` stays within ``min``..``max``, both inclusive; one bound may be omitted."""
 
     column: str
     min: float | None = None
     max: float | None = None
 
     @model_validator(mode="after")
-    def _a_bound(self) -> Between:
+    def _has_a_bound(self) -> Between:
         if self.min is None and self.max is None:
-            raise ValueError("'between' needs 'min', 'max' or both")
+            raise ValueError("a 'between' rule needs 'min', 'max' or both")
         return self
 
 
-class OneOf(BaseModel):
-    """Values of ``column`` come from ``values``."""
-
-    model_config = ConfigDict(extra="forbid")
+class OneOf(_Strict):
+    """``column`` holds only the listed ``values``."""
 
     column: str
     values: list[Any]
 
 
-class RowCount(BaseModel):
-    """The number of rows lies in ``[min, max]``; either bound may be left out."""
-
-    model_config = ConfigDict(extra="forbid")
+class RowCount(_Strict):
+    """The output has between ``min`` and ``max`` rows, both inclusive; either may be omitted."""
 
     min: int | None = None
     max: int | None = None
 
+    def excludes(self, total: int) -> bool:
+        """True when ``total`` rows fall below ``min`` or above ``max``."""
+        return (self.min is not None and total < self.min) or (
+            self.max is not None and total > self.max
+        )
 
-class Rule(BaseModel):
-    """One declared expectation: one kind, a severity, a name (default ``<column>_<kind>``)."""
 
-    model_config = ConfigDict(extra="forbid")
+class Rule(_Strict):
+    """One declared expectation: exactly one kind, a severity, and a name that defaults to the
+    columns it reads joined with its kind (``order_id_unique``), or the kind alone."""
 
     name: str = ""
     severity: Literal["fail", "warn"] = "fail"
@@ -97,38 +102,42 @@ class Rule(BaseModel):
 
     @field_validator("unique", mode="before")
     @classmethod
-    def _unique_as_list(cls, value: Any) -> Any:
+    def _one_column_as_a_list(cls, value: Any) -> Any:
         return [value] if isinstance(value, str) else value
+
+    @model_validator(mode="after")
+    def _one_kind_and_a_name(self) -> Rule:
+        declared = [kind for kind in RULE_KINDS if getattr(self, kind) is not None]
+        if len(declared) != 1:
+            raise ValueError(
+                f"a rule sets exactly one of the kinds {', '.join(RULE_KINDS)}; "
+                f"this one sets {', '.join(declared) or 'none'}"
+            )
+        if self.unique == []:
+            raise ValueError("a 'unique' rule names at least one column")
+        if not self.name:
+            self.name = "_".join([*self.columns, self.kind])
+        return self
 
     @property
     def kind(self) -> str:
-        """Which of the rule kinds this rule is."""
+        """The one rule kind this rule sets."""
         return next(kind for kind in RULE_KINDS if getattr(self, kind) is not None)
 
     @property
-    def column(self) -> str | None:
-        """The column (or ``a, b`` columns) the rule reads; None for ``row_count``."""
+    def columns(self) -> list[str]:
+        """The columns the rule reads, in order; none for ``row_count``."""
         spec = getattr(self, self.kind)
         if isinstance(spec, str):
-            return spec
+            return [spec]
         if isinstance(spec, list):
-            return ", ".join(spec)
-        return getattr(spec, "column", None)
+            return list(spec)
+        return [spec.column] if isinstance(spec, (Between, OneOf)) else []
 
-    @model_validator(mode="after")
-    def _exactly_one_kind(self) -> Rule:
-        kinds = [kind for kind in RULE_KINDS if getattr(self, kind) is not None]
-        if len(kinds) != 1:
-            raise ValueError(
-                f"a rule needs exactly one of {', '.join(RULE_KINDS)}; "
-                f"got {', '.join(kinds) or 'none'}"
-            )
-        if self.unique is not None and not self.unique:
-            raise ValueError("'unique' needs at least one column")
-        if not self.name:
-            column = (self.column or "").replace(", ", "_")
-            self.name = f"{column}_{kinds[0]}" if column else kinds[0]
-        return self
+    @property
+    def column(self) -> str | None:
+        """The record entry's ``column``: ``a``, or ``a, b`` for several; None for row_count."""
+        return ", ".join(self.columns) or None
 
 
 def parse_rules(declared: Any, *, where: str = "ubunye/expectations") -> list[Rule]:
@@ -203,14 +212,12 @@ _NUMERIC_PREFIXES = ("int", "uint", "float", "decimal")
 
 
 def _check_columns(rule: Rule, kinds: Mapping[str, str], output: str) -> None:
-    spec = getattr(rule, rule.kind)
-    columns = spec if isinstance(spec, list) else [rule.column] if rule.column else []
-    for column in columns:
+    for column in rule.columns:
         if column not in kinds:
             known = ", ".join(kinds) or "none"
             raise ExpectationError(
-                f"{output}: rule '{rule.name}' ({rule.kind}) names column '{column}', which the "
-                f"output does not have (columns: {known})"
+                f"{output}: column '{column}' of rule '{rule.name}' ({rule.kind}) is not in the "
+                f"output; its columns are {known}"
             )
     if rule.between is not None and not kinds[rule.between.column].startswith(_NUMERIC_PREFIXES):
         raise ExpectationError(
@@ -238,9 +245,7 @@ def check_rules(rules: Sequence[Rule], counter: RuleCounter, output: str) -> lis
         elif rule.one_of is not None:
             failed = counter.count_not_in(rule.one_of.column, rule.one_of.values)
         else:
-            low, high = rule.row_count.min, rule.row_count.max  # type: ignore[union-attr]
-            outside = (low is not None and total < low) or (high is not None and total > high)
-            failed = 1 if outside else 0
+            failed = int(rule.row_count.excludes(total))  # type: ignore[union-attr]
         results.append(
             {
                 "output": output,

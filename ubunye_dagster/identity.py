@@ -96,8 +96,6 @@ def identity_for_asset(
     partition_key: str | None = None,
 ) -> RecordIdentity:
     """The record identity of one asset (partition) materialised by one Dagster run."""
-    if not asset_key:
-        raise ValueError("an asset key has at least one part")
     return RecordIdentity(
         usecase=check_usecase(usecase),
         package=package_for_group(group_name),

@@ -458,14 +458,14 @@ class UbunyeIOManager(dg.ConfigurableIOManager):
     ) -> str | None:
         """Hold the digest read against the one recorded when the data was written; returns the
         error message when the step must fail (the step record says what was found either way)."""
+        if step.data_hash is None:  # nothing to hold against a record: Dagster is not asked
+            step.source_note = f"not verified: the read could not be hashed ({step.hash_error})"
+            return None
         expected, source = _recorded_digest(context, asset_key, partition_key)
         if expected is None and loaded.stored_data_hash:
             expected, source = loaded.stored_data_hash, "the note stored with the file"
         if expected is None:
             step.source_note = "not verified: no digest was recorded when it was written"
-            return None
-        if step.data_hash is None:
-            step.source_note = f"not verified: the read could not be hashed ({step.hash_error})"
             return None
         if step.data_hash == expected:
             step.source_note = f"verified: the rows match the digest recorded by {source}"

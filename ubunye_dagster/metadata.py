@@ -41,9 +41,6 @@ EXPECTATIONS = "ubunye/expectations"
 #: Asset definition metadata: the folder (or ``.py`` file) whose code is hashed into code_hash.
 CODE_FOLDER = "ubunye/code_folder"
 
-#: Where an input came from, in the record and in ``ubunye/inputs``: its asset key as ``a/b``.
-INPUT_ASSET_KEY = "asset_key"
-
 
 def column_schema(pairs: Sequence[tuple[str, str]]) -> dg.TableSchema:
     """A Dagster table schema from ``(column, canonical type)`` pairs, in the frame's order."""

@@ -18,7 +18,6 @@ step, in this process) that the IO manager and ``UbunyeResource`` share:
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import inspect
 import json
 import sys
@@ -32,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from ubunye_core.evidence import code_hash, environment, environment_hash
+from ubunye_core.hashing.digest import prefixed_sha256
 from ubunye_core.record import RunRecord, StepRecord
 from ubunye_core.store import LineageStore
 from ubunye_dagster.identity import RecordIdentity
@@ -68,7 +68,7 @@ def utc_text(epoch_seconds: float) -> str:
 def config_hash_of(op_config: Any) -> str:
     """``sha256:`` of the asset's run config as canonical JSON (``null`` when it has none)."""
     text = json.dumps(op_config, sort_keys=True, separators=(",", ":"), default=str)
-    return "sha256:" + hashlib.sha256(text.encode("utf-8")).hexdigest()
+    return prefixed_sha256(text)
 
 
 def compute_fn_folder(op_def: Any) -> str | None:
@@ -130,12 +130,10 @@ class OpenRecord:
     asset_key: str | None = None
     #: Set once the record has its final status from the IO manager.
     finished: bool = False
-    saved_path: str | None = None
 
     def save(self) -> str:
         """Write the record (atomically) and return its path."""
-        self.saved_path = str(self.store.save(self.record))
-        return self.saved_path
+        return str(self.store.save(self.record))
 
 
 @dataclass

@@ -14,7 +14,15 @@ from typing import Any, ClassVar
 from ubunye_core.hashing.digest import Fingerprint
 from ubunye_dagster.expectations import ArrowRuleCounter, RuleCounter
 from ubunye_dagster.handlers import arrow_files
-from ubunye_dagster.handlers.base import FrameHandler, LoadedFrame, StagedWrite, type_is
+from ubunye_dagster.handlers.base import (
+    DATA_HASH_KEY,
+    SCHEMA_HASH_KEY,
+    WRITER_KEY,
+    FrameHandler,
+    LoadedFrame,
+    StagedWrite,
+    type_is,
+)
 
 
 class ArrowStagedWrite(StagedWrite):
@@ -26,21 +34,30 @@ class ArrowStagedWrite(StagedWrite):
         self.path = path
         self.writer = writer
         self._fingerprint: Fingerprint | None = None
+        self._view: Any = None
+
+    def _hashed_view(self) -> Any:
+        """The rows as rows-v1 sees them, prepared once for the hash and the schema alike."""
+        if self._view is None:
+            self._view = arrow_files.hashed_view(self.table, self.writer)
+        return self._view
 
     def fingerprint(self) -> Fingerprint:
         if self._fingerprint is None:
-            self._fingerprint = arrow_files.fingerprint_stored(self.table, self.writer)
+            try:
+                view = self._hashed_view()
+            except Exception:  # fingerprint_stored prepares it again and says why it fails
+                view = None
+            self._fingerprint = arrow_files.fingerprint_stored(self.table, self.writer, view)
         return self._fingerprint
 
     def schema_pairs(self) -> list[tuple[str, str]]:
         from ubunye_core.hashing import arrow_schema_pairs
 
-        table = self.table
-        if self.writer == "pandas":
-            try:
-                table = arrow_files.pandas_view(table)
-            except ValueError:
-                table = arrow_files.without_index_columns(table)
+        try:
+            table = self._hashed_view()
+        except ValueError:  # an index only pandas prepares: the table's own columns
+            table = arrow_files.without_index_columns(self.table)
         return arrow_schema_pairs(table)
 
     def rule_counter(self) -> RuleCounter:
@@ -56,7 +73,7 @@ class ArrowStagedWrite(StagedWrite):
             arrow_files.write_table_atomically(self.table, self.path, notes)
 
     def discard(self) -> None:
-        self.table = None  # nothing was written; only the memory is given back
+        self.table = self._view = None  # nothing was written; only the memory is given back
 
 
 def load_arrow(path: Any, convert: Any) -> LoadedFrame:
@@ -66,15 +83,15 @@ def load_arrow(path: Any, convert: Any) -> LoadedFrame:
     notes = arrow_files.stored_notes(table, path)
     frame = convert(table)
     seconds = time.perf_counter() - started
-    writer = notes.get("ubunye.writer")
+    writer = notes.get(WRITER_KEY)
     return LoadedFrame(
         frame=frame,
         read_seconds=seconds,
         fingerprint=lambda: arrow_files.fingerprint_stored(table, writer),
         hash_basis="materialised",
         writer=writer,
-        stored_data_hash=notes.get("ubunye.data_hash"),
-        stored_schema_hash=notes.get("ubunye.schema_hash"),
+        stored_data_hash=notes.get(DATA_HASH_KEY),
+        stored_schema_hash=notes.get(SCHEMA_HASH_KEY),
     )
 
 

@@ -22,7 +22,7 @@ from ubunye_dagster.handlers.base import SIDECAR_NAME
 #: Prefix of temporary names; never a materialisation's own name.
 TEMP_MARK = ".ubunye-tmp-"
 #: Columns pandas adds for an unnamed index; they are not the asset's columns.
-_INDEX_PREFIX = "__index_level_"
+INDEX_PREFIX = "__index_level_"
 
 
 def is_local(path: Any) -> bool:
@@ -64,7 +64,7 @@ def with_notes(table: pa.Table, notes: Mapping[str, str]) -> pa.Table:
 def remove_path(path: Any) -> None:
     """Delete a file or folder if it is there."""
     fs = path.fs
-    target = native_path(path) if is_local(path) else path.path
+    target = native_path(path)
     if fs.exists(target):
         fs.rm(target, recursive=fs.isdir(target))
 
@@ -125,16 +125,18 @@ def read_table(path: Any) -> pa.Table:
     return pq.read_table(path.path, filesystem=path.fs)
 
 
-def stored_notes(table: pa.Table, path: Any) -> dict[str, str]:
-    """What the writer left beside the data: Parquet footer metadata, or a folder's sidecar."""
-    notes = {
+def footer_notes(schema: pa.Schema) -> dict[str, str]:
+    """The writer's notes kept in a Parquet schema's metadata (the ``ubunye.`` keys)."""
+    return {
         key.decode(): value.decode()
-        for key, value in (table.schema.metadata or {}).items()
+        for key, value in (schema.metadata or {}).items()
         if key.startswith(b"ubunye.")
     }
-    if notes:
-        return notes
-    return read_sidecar(path)
+
+
+def stored_notes(table: pa.Table, path: Any) -> dict[str, str]:
+    """What the writer left beside the data: Parquet footer metadata, or a folder's sidecar."""
+    return footer_notes(table.schema) or read_sidecar(path)
 
 
 def read_sidecar(path: Any) -> dict[str, str]:
@@ -152,7 +154,7 @@ def read_sidecar(path: Any) -> dict[str, str]:
 
 def without_index_columns(table: pa.Table) -> pa.Table:
     """``table`` without the columns pandas adds for an unnamed index."""
-    extra = [name for name in table.column_names if name.startswith(_INDEX_PREFIX)]
+    extra = [name for name in table.column_names if name.startswith(INDEX_PREFIX)]
     return table.drop_columns(extra) if extra else table
 
 
@@ -204,24 +206,31 @@ def pandas_view(table: pa.Table) -> pa.Table:
     return pa.table(columns, schema=pa.schema(fields))
 
 
-def fingerprint_stored(table: pa.Table, writer: str | None) -> Any:
+def hashed_view(table: pa.Table, writer: str | None) -> pa.Table:
+    """The table rows-v1 hashes for a stored table: ``pandas_view`` when pandas wrote it (or,
+    the writer unknown, it carries pandas metadata), else the table itself."""
+    if writer == "pandas" or (writer is None and table.schema.pandas_metadata is not None):
+        return pandas_view(table)
+    return table
+
+
+def fingerprint_stored(table: pa.Table, writer: str | None, view: pa.Table | None = None) -> Any:
     """rows-v1 of a stored table under its writer's rules (pandas rules for pandas); never raises.
 
-    When the writer is not known, a table that carries pandas metadata is taken as pandas'.
+    ``view`` is ``hashed_view(table, writer)`` when the caller has prepared it already.
     """
     from ubunye_core.hashing import fingerprint, fingerprint_arrow
 
-    if writer == "pandas" or (writer is None and table.schema.pandas_metadata is not None):
+    if view is None:
         try:
-            view = pandas_view(table)
+            view = hashed_view(table, writer)
         except ValueError:
             return fingerprint(table.to_pandas())
         except Exception as exc:  # the honest-failure path of the hash itself
             from ubunye_core.hashing.fingerprint import failed_fingerprint
 
             return failed_fingerprint(table, exc)
-        return fingerprint_arrow(view)
-    return fingerprint_arrow(table)
+    return fingerprint_arrow(view)
 
 
 def stored_writer_notes(path: Any) -> dict[str, str]:
@@ -239,8 +248,4 @@ def stored_writer_notes(path: Any) -> dict[str, str]:
                 schema = pq.read_schema(handle)
     except Exception:  # a folder without sidecar, or not Parquet: nothing is known
         return {}
-    return {
-        key.decode(): value.decode()
-        for key, value in (schema.metadata or {}).items()
-        if key.startswith(b"ubunye.")
-    }
+    return footer_notes(schema)

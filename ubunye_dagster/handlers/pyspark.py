@@ -18,7 +18,10 @@ from ubunye_core.hashing.digest import Fingerprint
 from ubunye_dagster.expectations import RuleCounter
 from ubunye_dagster.handlers import arrow_files
 from ubunye_dagster.handlers.base import (
+    DATA_HASH_KEY,
+    SCHEMA_HASH_KEY,
     SIDECAR_NAME,
+    WRITER_KEY,
     FrameHandler,
     LoadedFrame,
     StagedWrite,
@@ -72,10 +75,10 @@ def session_for(context: Any, resource_key: str | None) -> Any:
 class SparkRuleCounter:
     """Rule counts as Spark aggregations over the written files."""
 
-    def __init__(self, df: Any, column_kinds: Mapping[str, str]):
+    def __init__(self, df: Any, column_kinds: Mapping[str, str], total: int | None = None):
         self._df = df
         self._kinds = dict(column_kinds)
-        self._total: int | None = None
+        self._total = total
 
     def total(self) -> int:
         if self._total is None:
@@ -168,7 +171,9 @@ class SparkStagedWrite(StagedWrite):
         return spark_schema_pairs(self.written)
 
     def rule_counter(self) -> RuleCounter:
-        return SparkRuleCounter(self.written, dict(self.schema_pairs()))
+        # The hash already counted the rows: no second Spark job for the total.
+        total = self._fingerprint.row_count if self._fingerprint is not None else None
+        return SparkRuleCounter(self.written, dict(self.schema_pairs()), total)
 
     def commit(self, notes: Mapping[str, str]) -> None:
         with self.write_watch.timing():
@@ -212,19 +217,19 @@ class SparkHandler(FrameHandler):
         if arrow_files.is_local(path) and not path.exists():
             raise FileNotFoundError(f"no materialisation at {path}")
         df = spark.read.parquet(spark_uri(path))
-        index_columns = [name for name in df.columns if name.startswith("__index_level_")]
+        index_columns = [name for name in df.columns if name.startswith(arrow_files.INDEX_PREFIX)]
         if index_columns:
             df = df.drop(*index_columns)
         notes = arrow_files.stored_writer_notes(path)
         seconds = time.perf_counter() - started
-        writer = notes.get("ubunye.writer")
+        writer = notes.get(WRITER_KEY)
         return LoadedFrame(
             frame=df,
             read_seconds=seconds,
             fingerprint=lambda: fingerprint(df),
             hash_basis="recomputed",
             writer=writer,
-            stored_data_hash=notes.get("ubunye.data_hash"),
-            stored_schema_hash=notes.get("ubunye.schema_hash"),
+            stored_data_hash=notes.get(DATA_HASH_KEY),
+            stored_schema_hash=notes.get(SCHEMA_HASH_KEY),
             same_rules_as_writer=writer in (None, "spark"),
         )
