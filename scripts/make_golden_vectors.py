@@ -23,6 +23,7 @@ from pathlib import Path
 
 import pyarrow as pa
 
+from ubunye_core.hashing.frames import no_column_table
 from ubunye_core.testing.edge_values import (
     DATE_EDGES,
     MISSING_AND_SPECIAL_DOUBLES,
@@ -41,11 +42,6 @@ def _ipc_base64(table: pa.Table) -> str:
         for batch in table.to_batches():
             writer.write_batch(batch)
     return base64.b64encode(sink.getvalue().to_pybytes()).decode("ascii")
-
-
-def _no_columns(rows: int) -> pa.Table:
-    empty = pa.array([{}] * rows, pa.struct([]))
-    return pa.Table.from_batches([pa.RecordBatch.from_struct_array(empty)])
 
 
 def vectors() -> list[tuple[str, str, list[str], pa.Table]]:
@@ -316,7 +312,7 @@ def vectors() -> list[tuple[str, str, list[str], pa.Table]]:
             "no_columns",
             "rows but no columns: both sums are zero",
             ["arrow", "pandas", "polars"],
-            _no_columns(3),
+            no_column_table(3),
         ),
         (
             "many_chunks",

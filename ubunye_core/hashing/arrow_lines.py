@@ -45,7 +45,7 @@ _PART_ROWS = 8192
 #: Microseconds since 1970 of 1000-01-01 and 10000-01-01: Arrow writes a four digit year here.
 _FOUR_DIGIT_YEARS_US = (-30_610_224_000_000_000, 253_402_300_800_000_000)
 
-#: date32 days of 0001-01-01 and 9999-12-31, the dates rows-v1 can write.
+#: First and last date32 day numbers rows-v1 writes (0001-01-01 and 9999-12-31).
 _DATE32_RANGE = (-719_162, 2_932_896)
 
 

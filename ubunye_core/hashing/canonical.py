@@ -153,7 +153,8 @@ def split_top_level(text: str) -> tuple[str, ...]:
 
 @lru_cache(maxsize=4096)
 def struct_field_kinds(kind: str) -> dict[str, str]:
-    """``struct<a:int32,b:string>`` -> ``{"a": "int32", "b": "string"}``; ``{}`` for other kinds."""
+    """Field name to kind for a ``struct<...>`` kind text, e.g. ``struct<a:int32,b:string>`` gives
+    ``{"a": "int32", "b": "string"}``; empty for any other kind."""
     if not kind.startswith("struct<"):
         return {}
     fields = {}
@@ -190,7 +191,7 @@ def map_key_text(key: Any) -> str:
 
 
 def map_text(entries: Iterable[tuple[Any, Any]], kind: str) -> str:
-    """A map as a JSON object: entries sorted by key, null values kept as ``null``."""
+    """Map entries as one JSON object, keys ascending; a null value is written as ``null``."""
     _, value_kind = map_kinds(kind)
     members = [
         json_string(map_key_text(key)) + ":" + value_text(val, value_kind)
@@ -218,7 +219,8 @@ def _native(value: Any) -> Any:
 
 
 def value_text(value: Any, kind: str = "") -> str:
-    """One value as canonical JSON; ``kind`` is its canonical type name where known."""
+    """The canonical JSON text of a single value, typed by ``kind`` (a canonical type name)
+    when the caller knows it."""
     value = _native(value)
     if value is None:
         return "null"
@@ -244,14 +246,14 @@ def value_text(value: Any, kind: str = "") -> str:
         return object_text(value.items(), struct_field_kinds(kind))
     if isinstance(value, list | tuple):
         if kind.startswith("map<"):
-            return map_text(value, kind)  # Arrow gives a map as (key, value) pairs
+            return map_text(value, kind)  # to_pylist hands a map over as (key, value) tuples
         item_kind = list_item_kind(kind)
         return "[" + ",".join(value_text(item, item_kind) for item in value) + "]"
     raise TypeError(f"rows-v1 cannot write a value of type {type(value).__name__}")
 
 
 def canonical_line(row: Mapping[str, Any], kinds: Mapping[str, str] | None = None) -> str:
-    """One row as its canonical line: columns sorted by name, null members left out."""
+    """A row's canonical line: a JSON object with members in column-name order, nulls omitted."""
     kinds = kinds or {}
     return object_text(((name, row[name]) for name in sorted(row)), kinds)
 

@@ -39,7 +39,7 @@ def _sorted_pairs(schema: SchemaPairs) -> list[list[str]]:
 
 
 def schema_hash(schema: SchemaPairs) -> str:
-    """Hash of the canonical schema: ``(name, type)`` pairs sorted by name, compact JSON."""
+    """``sha256:`` of the compact JSON list of ``[name, type]`` pairs, in name order."""
     return prefixed_sha256(json.dumps(_sorted_pairs(schema), separators=(",", ":")))
 
 

@@ -138,5 +138,5 @@ def fingerprint(frame: Any, *, time_zone: str | None = None) -> Fingerprint:
     """
     try:
         return _fingerprint_or_raise(frame, time_zone)
-    except Exception as exc:  # a receipt must not fail a run that succeeded
+    except Exception as exc:  # hashing only reports on a run; its failure is recorded, not raised
         return failed_fingerprint(frame, exc)

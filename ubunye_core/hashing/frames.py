@@ -17,7 +17,7 @@ DEFAULT_TIME_ZONE = "UTC"
 
 
 def no_column_table(rows: int) -> pa.Table:
-    """An Arrow table with ``rows`` rows and no columns (``pa.table({})`` would have no rows)."""
+    """A column-less Arrow table that still has ``rows`` rows (``pa.table({})`` cannot say so)."""
     import pyarrow as pa
 
     empty = pa.array([{}] * rows, pa.struct([]))
@@ -80,23 +80,33 @@ def pandas_to_arrow(frame: Any, time_zone: str | None = None) -> pa.Table:
         frame = frame.reset_index()
     if len(frame.columns) == 0:
         return no_column_table(len(frame))
-    table = pa.Table.from_pandas(frame, preserve_index=False)
-    fields, columns = [], []
-    for field, col in zip(table.schema, table.columns, strict=True):
-        t = field.type
-        if pa.types.is_dictionary(t):
-            col, t = col.cast(t.value_type), t.value_type
-        if pa.types.is_null(t) or pa.types.is_large_string(t):
-            col, t = col.cast(pa.string()), pa.string()
-        if pa.types.is_timestamp(t):
-            if t.tz is None:
-                col = wall_time_to_instant(col, zone)
-            # Spark holds microseconds; the finer part is cut, as the reference cuts it.
-            col = col.cast(pa.timestamp("us", tz="UTC"), safe=False)
-            t = col.type
-        fields.append(field.with_type(t))
-        columns.append(col)
+    return pandas_columns_as_spark_types(pa.Table.from_pandas(frame, preserve_index=False), zone)
+
+
+def pandas_columns_as_spark_types(table: pa.Table, zone: str) -> pa.Table:
+    """``table`` (converted from pandas) with every column in the type Spark would hold for it."""
+    import pyarrow as pa
+
+    columns = [_spark_typed_column(column, zone) for column in table.columns]
+    fields = [f.with_type(c.type) for f, c in zip(table.schema, columns, strict=True)]
     return pa.table(columns, schema=pa.schema(fields))
+
+
+def _spark_typed_column(column: pa.ChunkedArray, zone: str) -> pa.ChunkedArray:
+    """A category as its values, null and large or view text as string, and any timestamp as
+    UTC microseconds (a naive one read as wall time in ``zone``)."""
+    import pyarrow as pa
+
+    if pa.types.is_dictionary(column.type):
+        column = column.cast(column.type.value_type)
+    kind = column.type
+    if pa.types.is_null(kind) or pa.types.is_large_string(kind) or pa.types.is_string_view(kind):
+        return column.cast(pa.string())
+    if not pa.types.is_timestamp(kind):
+        return column
+    instants = column if kind.tz is not None else wall_time_to_instant(column, zone)
+    # Spark keeps whole microseconds, so anything finer is dropped here as on the reference.
+    return instants.cast(pa.timestamp("us", tz="UTC"), safe=False)
 
 
 def polars_to_arrow(frame: Any) -> pa.Table:

@@ -1,7 +1,7 @@
 """rows-v1 on Spark: one aggregation on the cluster, a handful of numbers back to the driver.
 
-Each row's canonical line is Spark's own ``to_json`` over the columns sorted by name (maps
-rebuilt with their entries sorted by key). The SHA-256 of the line gives two 64-bit lanes; each
+Spark writes each row's line itself: ``to_json`` of a struct holding the columns in name order,
+after every map's entries are put in key order. The SHA-256 of the line gives two 64-bit lanes; each
 lane is cut into three pieces of at most 22 bits, and the pieces are summed as ``long``. A piece
 sum cannot leave the ``long`` range before 2**41 rows, so the sums are exact whether or not ANSI
 mode is on, and the driver rebuilds each lane sum modulo 2**64 from its three piece sums.
@@ -171,7 +171,7 @@ def spark_canonical_lines(df: Any) -> Any:
 
 
 def contains_map(kind: Any) -> bool:
-    """Whether a Spark type holds a map at any depth."""
+    """True when a map occurs in ``kind``, at the top or nested in arrays, structs or maps."""
     from pyspark.sql import types as T
 
     if isinstance(kind, T.MapType):
@@ -184,7 +184,8 @@ def contains_map(kind: Any) -> bool:
 
 
 def with_sorted_maps(col: Any, kind: Any) -> Any:
-    """``col`` with every map inside it rebuilt with entries sorted by key; unchanged when none."""
+    """``col`` as is when ``kind`` holds no map; else rebuilt so each map, however deep, lists
+    its entries in key order."""
     from pyspark.sql import functions as F
     from pyspark.sql import types as T
 

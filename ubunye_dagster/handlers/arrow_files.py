@@ -178,32 +178,14 @@ def pandas_view(table: pa.Table) -> pa.Table:
     timestamp is cut to microseconds. Raises ValueError for an index that is partly named,
     which only the pandas path itself prepares faithfully.
     """
-    from ubunye_core.hashing.frames import wall_time_to_instant
+    from ubunye_core.hashing.frames import pandas_columns_as_spark_types
 
     named, unnamed = _index_field_names(table)
     if named and unnamed:
         raise ValueError("an index with named and unnamed levels")
     if unnamed:
         table = table.drop_columns(unnamed)
-    fields, columns = [], []
-    for field, column in zip(table.schema, table.columns, strict=True):
-        kind = field.type
-        if pa.types.is_dictionary(kind):
-            column, kind = column.cast(kind.value_type), kind.value_type
-        if (
-            pa.types.is_null(kind)
-            or pa.types.is_large_string(kind)
-            or pa.types.is_string_view(kind)
-        ):
-            column, kind = column.cast(pa.string()), pa.string()
-        if pa.types.is_timestamp(kind):
-            if kind.tz is None:
-                column = wall_time_to_instant(column, "UTC")
-            column = column.cast(pa.timestamp("us", tz="UTC"), safe=False)
-            kind = column.type
-        fields.append(field.with_type(kind))
-        columns.append(column)
-    return pa.table(columns, schema=pa.schema(fields))
+    return pandas_columns_as_spark_types(table, "UTC")
 
 
 def hashed_view(table: pa.Table, writer: str | None) -> pa.Table:
