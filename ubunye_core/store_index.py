@@ -1,0 +1,490 @@
+"""The lineage index: a SQLite database (WAL mode) derived from the record files.
+
+The JSON files stay the truth; the index only remembers, per record file, its change signature
+(modification time, size, inode or ETag), the columns listings order and filter by, and the
+record itself (zlib-compressed), so a query reads no record file. Before each query the store lists
+the folders it touches and ``sync`` brings their rows up to date: files not seen before or whose
+signature changed are read, rows of files that are gone are dropped. Deleting the index loses
+nothing; a damaged one is discarded and rebuilt.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import hashlib
+import os
+import sqlite3
+import sys
+import zlib
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ubunye_core.drift import partition_of
+from ubunye_core.record import RunRecord
+from ubunye_core.run_listing import UNREADABLE_RANK, FileEntry, RunEntry, started_order
+
+#: File name of the index kept beside the records (inside the store's root; never ``*.json``,
+#: so the reference CLI, which reads ``*.json`` files, does not see it).
+INDEX_FILE_NAME = ".ubunye-index.sqlite3"
+
+#: Folder for the indexes of object stores and read-only folders (default: the user's cache).
+CACHE_DIR_ENV = "UBUNYE_INDEX_CACHE_DIR"
+
+SCHEMA_VERSION = "1"
+_BUSY_TIMEOUT_MS = 60_000
+_BATCH = 500
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS runs (
+    id INTEGER PRIMARY KEY,
+    task_path TEXT NOT NULL,
+    file TEXT NOT NULL,
+    signature TEXT NOT NULL,
+    mtime REAL NOT NULL,
+    rank INTEGER NOT NULL,
+    started_us INTEGER,
+    started_tie TEXT NOT NULL,
+    status TEXT,
+    run_id TEXT,
+    started_at TEXT,
+    duration_sec REAL,
+    partition_key TEXT,
+    error TEXT
+);
+CREATE UNIQUE INDEX IF NOT EXISTS runs_file ON runs (task_path, file);
+CREATE INDEX IF NOT EXISTS runs_newest ON runs (
+    mtime DESC, rank DESC, started_us DESC, started_tie DESC, task_path DESC, file DESC,
+    status
+);
+CREATE INDEX IF NOT EXISTS runs_task_newest ON runs (
+    task_path, mtime DESC, rank DESC, started_us DESC, started_tie DESC, file DESC,
+    status, partition_key
+);
+CREATE TABLE IF NOT EXISTS documents (id INTEGER PRIMARY KEY, body BLOB NOT NULL);
+"""
+
+_ORDER = "mtime DESC, rank DESC, started_us DESC, started_tie DESC, task_path DESC, file DESC"
+_COLUMNS = "id, task_path, file, rank, status, run_id, started_at, duration_sec, error"
+_UPSERT = """
+INSERT INTO runs (task_path, file, signature, mtime, rank, started_us, started_tie, status,
+                  run_id, started_at, duration_sec, partition_key, error)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+ON CONFLICT (task_path, file) DO UPDATE SET
+    signature = excluded.signature, mtime = excluded.mtime, rank = excluded.rank,
+    started_us = excluded.started_us, started_tie = excluded.started_tie,
+    status = excluded.status, run_id = excluded.run_id, started_at = excluded.started_at,
+    duration_sec = excluded.duration_sec, partition_key = excluded.partition_key,
+    error = excluded.error
+RETURNING id
+"""
+
+#: ``(done, total)`` while a sync reads record files.
+Progress = Callable[[int, int], None]
+
+#: Reads the files of one task folder: per file, the record or None and why it is unreadable.
+ReadFiles = Callable[
+    [str, list[FileEntry]], Iterator[tuple[FileEntry, "RunRecord | None", "str | None"]]
+]
+
+
+class IndexUnavailable(Exception):
+    """The index cannot be opened or written here; the store reads the folders instead."""
+
+
+def default_cache_dir() -> Path:
+    """Where indexes of object stores live: ``$UBUNYE_INDEX_CACHE_DIR``, else the user's cache."""
+    chosen = os.environ.get(CACHE_DIR_ENV)
+    if chosen:
+        return Path(chosen)
+    if sys.platform == "win32":
+        base = Path(os.environ.get("LOCALAPPDATA") or Path.home() / "AppData" / "Local")
+    elif sys.platform == "darwin":
+        base = Path.home() / "Library" / "Caches"
+    else:
+        base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+    return base / "ubunye-dagster" / "lineage-index"
+
+
+def cached_index_path(store_key: str) -> Path:
+    """The cache file of the index of the store named ``store_key`` (its URL and endpoint)."""
+    digest = hashlib.sha256(store_key.encode("utf-8")).hexdigest()[:32]
+    return default_cache_dir() / f"{digest}.sqlite3"
+
+
+@dataclass
+class SyncReport:
+    """What a sync did: files read now, files already indexed, rows dropped, unreadable files."""
+
+    read: int = 0
+    unchanged: int = 0
+    removed: int = 0
+    unreadable: list[tuple[str, str]] | None = None
+
+    def __post_init__(self) -> None:
+        if self.unreadable is None:
+            self.unreadable = []
+
+
+@dataclass(frozen=True)
+class FolderState:
+    """A task folder as listed now (no entries when it does not exist)."""
+
+    task_path: str
+    entries: Sequence[FileEntry]
+
+
+def _row(
+    task_path: str, entry: FileEntry, record: RunRecord | None, error: str | None
+) -> tuple[tuple, bytes | None]:
+    """The ``runs`` values and the compressed document of one file."""
+    if record is None:
+        values = (task_path, entry.name, entry.signature, entry.mtime, UNREADABLE_RANK, None, "")
+        return (*values, None, None, None, None, None, error), None
+    rank, micros, tie = started_order(record.started_at)
+    document = record.to_json()
+    values = (
+        task_path,
+        entry.name,
+        entry.signature,
+        entry.mtime,
+        rank,
+        micros,
+        tie,
+        record.status,
+        record.run_id,
+        record.started_at,
+        record.duration_sec,
+        partition_of({"variables": record.variables}),
+        None,
+    )
+    return values, zlib.compress(document.encode("utf-8"), 1)
+
+
+class RecordIndex:
+    """The index database of one store, at ``path``; every method opens its own connection."""
+
+    def __init__(self, path: Path, store_key: str) -> None:
+        self.path = path
+        self._store_key = store_key
+
+    # --- connection ---------------------------------------------------------------------
+
+    def _connect(self) -> sqlite3.Connection:
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            connection = self._open()
+        except sqlite3.DatabaseError as exc:
+            if not isinstance(exc, sqlite3.OperationalError) or "malformed" in str(exc):
+                # Not a database, or a damaged one: it is only derived data, start again.
+                self.discard()
+                try:
+                    return self._open()
+                except sqlite3.Error as again:
+                    raise IndexUnavailable(f"cannot open the index {self.path}: {again}") from exc
+            raise IndexUnavailable(f"cannot open the index {self.path}: {exc}") from exc
+        except OSError as exc:
+            raise IndexUnavailable(f"cannot create the index {self.path}: {exc}") from exc
+        return connection
+
+    def _open(self) -> sqlite3.Connection:
+        connection = sqlite3.connect(
+            self.path, timeout=_BUSY_TIMEOUT_MS / 1000, isolation_level=None
+        )
+        try:
+            connection.execute(f"PRAGMA busy_timeout = {_BUSY_TIMEOUT_MS}")
+            if connection.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
+                connection.execute("PRAGMA journal_mode = WAL")
+            # WAL with synchronous=NORMAL stays consistent after a crash; the last commits may
+            # be lost, which a later sync re-reads from the files.
+            connection.execute("PRAGMA synchronous = NORMAL")
+            self._check_schema(connection)
+        except BaseException:
+            connection.close()
+            raise
+        return connection
+
+    def _check_schema(self, connection: sqlite3.Connection) -> None:
+        found = dict(connection.execute(_META_QUERY).fetchall()) if _has_meta(connection) else {}
+        wanted = {"schema": SCHEMA_VERSION, "store": self._store_key}
+        if found == wanted:
+            return
+        connection.execute("BEGIN IMMEDIATE")
+        try:
+            found = (
+                dict(connection.execute(_META_QUERY).fetchall()) if _has_meta(connection) else {}
+            )
+            if found != wanted:
+                for table in ("runs", "documents", "meta"):
+                    connection.execute(f"DROP TABLE IF EXISTS {table}")
+                for statement in _SCHEMA.split(";"):
+                    if statement.strip():
+                        connection.execute(statement)
+                connection.executemany("INSERT INTO meta VALUES (?, ?)", wanted.items())
+            connection.execute("COMMIT")
+        except BaseException:
+            connection.execute("ROLLBACK")
+            raise
+
+    @contextlib.contextmanager
+    def _connection(self) -> Iterator[sqlite3.Connection]:
+        connection = self._connect()
+        try:
+            yield connection
+        finally:
+            connection.close()
+
+    def discard(self) -> None:
+        """Delete the index files (the next use builds a new one)."""
+        for suffix in ("", "-wal", "-shm", "-journal"):
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(f"{self.path}{suffix}")
+
+    # --- writing ------------------------------------------------------------------------
+
+    def record_saved(self, task_path: str, entry: FileEntry, record: RunRecord) -> None:
+        """Put the record just written to ``entry`` in the index."""
+        with self._connection() as connection:
+            connection.execute("BEGIN IMMEDIATE")
+            try:
+                _put(connection, [(task_path, entry, record, None)])
+                connection.execute("COMMIT")
+            except BaseException:
+                connection.execute("ROLLBACK")
+                raise
+
+    def sync(
+        self,
+        folders: Iterable[FolderState],
+        read_files: ReadFiles,
+        *,
+        still_gone: Callable[[str, str], bool],
+        progress: Progress | None = None,
+    ) -> SyncReport:
+        """Bring the rows of ``folders`` in line with their listed files; ``read_files`` reads
+        changed ones (giving the record, or None and why not)."""
+        report = SyncReport()
+        with self._connection() as connection:
+            to_read: list[tuple[str, list[FileEntry]]] = []
+            for folder in folders:
+                known = dict(
+                    connection.execute(
+                        "SELECT file, signature FROM runs WHERE task_path = ?", (folder.task_path,)
+                    ).fetchall()
+                )
+                changed = []
+                for entry in folder.entries:
+                    if known.pop(entry.name, None) == entry.signature:
+                        report.unchanged += 1
+                    else:
+                        changed.append(entry)
+                if changed:
+                    to_read.append((folder.task_path, changed))
+                gone = [name for name in known if still_gone(folder.task_path, name)]
+                report.removed += _remove(connection, folder.task_path, gone)
+            total = sum(len(entries) for _, entries in to_read)
+            done = 0
+            if progress is not None and total:
+                progress(0, total)
+            for task_path, entries in to_read:
+                batch = []
+                for entry, record, error in read_files(task_path, entries):
+                    batch.append((task_path, entry, record, error))
+                    if len(batch) >= _BATCH:
+                        done += self._write_batch(connection, batch, report, progress, done, total)
+                        batch = []
+                done += self._write_batch(connection, batch, report, progress, done, total)
+            report.unreadable.extend(_unreadable(connection, [f.task_path for f in folders]))
+        return report
+
+    def _write_batch(self, connection, batch, report, progress, done, total) -> int:
+        if not batch:
+            return 0
+        connection.execute("BEGIN IMMEDIATE")
+        try:
+            _put(connection, batch)
+            connection.execute("COMMIT")
+        except BaseException:
+            connection.execute("ROLLBACK")
+            raise
+        report.read += len(batch)
+        if progress is not None:
+            progress(done + len(batch), total)
+        return len(batch)
+
+    def drop_other_tasks(self, task_paths: Iterable[str]) -> int:
+        """Drop rows of task folders not in ``task_paths`` (a whole-store sync found them gone)."""
+        with self._connection() as connection:
+            connection.execute("BEGIN IMMEDIATE")
+            try:
+                connection.execute("CREATE TEMP TABLE IF NOT EXISTS keep (path TEXT PRIMARY KEY)")
+                connection.executemany(
+                    "INSERT OR IGNORE INTO temp.keep VALUES (?)", ((p,) for p in task_paths)
+                )
+                stale = connection.execute(
+                    "SELECT id FROM runs WHERE task_path NOT IN (SELECT path FROM temp.keep)"
+                ).fetchall()
+                connection.executemany("DELETE FROM documents WHERE id = ?", stale)
+                connection.executemany("DELETE FROM runs WHERE id = ?", stale)
+                connection.execute("COMMIT")
+            except BaseException:
+                connection.execute("ROLLBACK")
+                raise
+        return len(stale)
+
+    # --- reading ------------------------------------------------------------------------
+
+    def runs(
+        self,
+        task_paths: Sequence[str],
+        *,
+        status: str | None = None,
+        since_micros: int | None = None,
+        partition: Any = ...,
+        with_documents: bool = True,
+        on_unreadable: Callable[[str], None],
+    ) -> Iterator[RunEntry]:
+        """Runs of ``task_paths`` newest first, narrowed by status, start and partition (``...``
+        for any); ``on_unreadable`` gets the reason of each unreadable file met on the way.
+        Without ``with_documents`` a record is fetched only when an entry is asked for it."""
+        wanted, params = [], []
+        for column, value in (("status = ?", status), ("started_us >= ?", since_micros)):
+            if value is not None:
+                wanted.append(column)
+                params.append(value)
+        if partition is not ...:
+            wanted.append("partition_key IS ?")
+            params.append(partition)
+        condition = " AND ".join(wanted) or "1"
+        body = "documents.body" if with_documents else "NULL"
+        join = "LEFT JOIN documents USING (id)" if with_documents else ""
+        with self._connection() as connection:
+            connection.execute("BEGIN")
+            try:
+                scope, scope_params = _scope(connection, task_paths)
+                query = (
+                    f"SELECT {_COLUMNS}, {body} FROM runs {join} WHERE {scope} "
+                    f"AND (rank = {UNREADABLE_RANK} OR ({condition})) ORDER BY {_ORDER}"
+                )
+                for row in connection.execute(query, [*scope_params, *params]):
+                    if row[3] == UNREADABLE_RANK:
+                        on_unreadable(row[8] or f"{row[1]}/{row[2]} is not a readable record")
+                        continue
+                    yield self._entry(row)
+            finally:
+                # The caller may stop early; end the read transaction either way.
+                with contextlib.suppress(sqlite3.Error):
+                    connection.execute("COMMIT")
+
+    def _entry(self, row: tuple) -> RunEntry:
+        _, task_path, file, _, status, run_id, started_at, duration, _, body = row
+        if body is not None:
+            document = functools.partial(_text, body)
+        else:
+            document = functools.partial(self.document, task_path, file)
+        return RunEntry(
+            task_path=task_path,
+            file_name=file,
+            run_id=run_id,
+            status=status,
+            started_at=started_at,
+            duration_sec=duration,
+            load_record=lambda: RunRecord.from_json(document()),
+            load_document=document,
+        )
+
+    def document(self, task_path: str, file: str) -> str:
+        """The indexed record of one file, as ``RunRecord.to_json`` wrote it."""
+        with self._connection() as connection:
+            found = connection.execute(
+                "SELECT body FROM runs JOIN documents USING (id) WHERE task_path = ? AND file = ?",
+                (task_path, file),
+            ).fetchone()
+        if found is None:
+            raise IndexUnavailable(f"{task_path}/{file} left the index while it was read")
+        return _text(found[0])
+
+    def counts(self) -> tuple[int, int]:
+        """(readable records, unreadable files) in the index."""
+        with self._connection() as connection:
+            rows = connection.execute(
+                f"SELECT rank = {UNREADABLE_RANK}, count(*) FROM runs GROUP BY 1"
+            ).fetchall()
+        found = dict(rows)
+        return found.get(0, 0), found.get(1, 0)
+
+
+_META_QUERY = "SELECT key, value FROM meta"
+
+
+def _has_meta(connection: sqlite3.Connection) -> bool:
+    return (
+        connection.execute(
+            "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'meta'"
+        ).fetchone()
+        is not None
+    )
+
+
+def _put(
+    connection: sqlite3.Connection,
+    rows: list[tuple[str, FileEntry, RunRecord | None, str | None]],
+) -> None:
+    for task_path, entry, record, error in rows:
+        values, document = _row(task_path, entry, record, error)
+        (row_id,) = connection.execute(_UPSERT, values).fetchone()
+        if document is None:
+            connection.execute("DELETE FROM documents WHERE id = ?", (row_id,))
+        else:
+            connection.execute(
+                "INSERT OR REPLACE INTO documents (id, body) VALUES (?, ?)", (row_id, document)
+            )
+
+
+def _remove(connection: sqlite3.Connection, task_path: str, names: list[str]) -> int:
+    if not names:
+        return 0
+    connection.execute("BEGIN IMMEDIATE")
+    try:
+        for name in names:
+            found = connection.execute(
+                "DELETE FROM runs WHERE task_path = ? AND file = ? RETURNING id", (task_path, name)
+            ).fetchall()
+            connection.executemany("DELETE FROM documents WHERE id = ?", found)
+        connection.execute("COMMIT")
+    except BaseException:
+        connection.execute("ROLLBACK")
+        raise
+    return len(names)
+
+
+def _unreadable(connection: sqlite3.Connection, task_paths: list[str]) -> list[tuple[str, str]]:
+    found = []
+    for task_path in task_paths:
+        found.extend(
+            connection.execute(
+                f"SELECT task_path || '/' || file, error FROM runs "
+                f"WHERE task_path = ? AND rank = {UNREADABLE_RANK} ORDER BY file",
+                (task_path,),
+            ).fetchall()
+        )
+    return found
+
+
+def _text(body: bytes) -> str:
+    return zlib.decompress(body).decode("utf-8")
+
+
+def _scope(connection: sqlite3.Connection, task_paths: Sequence[str]) -> tuple[str, list[str]]:
+    """The WHERE clause (and its parameters) limiting a query to ``task_paths``."""
+    if len(task_paths) == 1:
+        return "task_path = ?", [task_paths[0]]
+    connection.execute("CREATE TEMP TABLE IF NOT EXISTS scope (path TEXT PRIMARY KEY)")
+    connection.execute("DELETE FROM temp.scope")
+    connection.executemany(
+        "INSERT OR IGNORE INTO temp.scope VALUES (?)", ((p,) for p in task_paths)
+    )
+    return "task_path IN (SELECT path FROM temp.scope)", []
