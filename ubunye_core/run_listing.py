@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import date, datetime, timezone
-from typing import Any
+from typing import Any, NamedTuple
 
 from ubunye_core.record import RunRecord
 
@@ -66,13 +66,13 @@ def order_key(
     return (mtime, rank, micros if micros is not None else -(2**63), tie, task_path, file_name)
 
 
-@dataclass(frozen=True)
-class FileEntry:
-    """One record file in a task folder: its name, modification time and change signature."""
+class FileEntry(NamedTuple):
+    """One record file in a task folder: its name, modification time and change signature
+    (three values that change whenever the file does)."""
 
     name: str
     mtime: float
-    signature: str
+    signature: tuple[Any, Any, Any]
 
 
 @dataclass(frozen=True)

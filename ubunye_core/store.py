@@ -221,12 +221,17 @@ def _remote_entry(info: dict[str, Any]) -> FileEntry:
     name = str(info["name"]).rstrip("/").rsplit("/", 1)[-1]
     mtime = _entry_mtime(info)
     tag = info.get("ETag") or info.get("etag") or info.get("md5Hash") or ""
-    return FileEntry(name, mtime, f"{mtime!r}:{info.get('size')}:{tag}")
+    return FileEntry(name, mtime, (mtime, info.get("size"), str(tag)))
+
+
+_INT64 = 2**63
 
 
 def _local_entry(name: str, stat: os.stat_result) -> FileEntry:
-    # A rename-based write always gives a new inode; an in-place write a new time.
-    return FileEntry(name, stat.st_mtime, f"{stat.st_mtime_ns}:{stat.st_size}:{stat.st_ino}")
+    """A local file's entry: a rename-based write always gives a new inode, an in-place write a
+    new time (an inode beyond SQLite's int64 is kept as text)."""
+    inode = stat.st_ino if stat.st_ino < _INT64 else str(stat.st_ino)
+    return FileEntry(name, stat.st_mtime, (stat.st_mtime_ns, stat.st_size, inode))
 
 
 def _matches(record: RunRecord, status: str | None, since: int | None, partition: Any) -> bool:
@@ -361,12 +366,35 @@ class LineageStore:
             )
         return self.read(folder / (fits[0] + _RECORD_SUFFIX))
 
-    def iter_runs(self, task_path: str, *, partition: Any = ...) -> Iterator[RunRecord]:
+    def iter_runs(
+        self, task_path: str, *, same_partition_as_newest: bool = False
+    ) -> Iterator[RunRecord]:
         """A task's runs, newest first, each record made only when the iteration reaches it;
-        only those of ``partition`` (a partition key, or None for unpartitioned runs) if given."""
-        split_task_path(task_path)
-        entries = self._runs([task_path.strip("/")], partition=partition)
-        return (entry.record() for entry in entries)
+        with ``same_partition_as_newest`` only the newest and the older runs of its partition."""
+        task_paths = ["/".join(split_task_path(task_path))]
+        return self._iter_runs(task_paths, same_partition_as_newest)
+
+    def _iter_runs(self, task_paths: list[str], same_partition: bool) -> Iterator[RunRecord]:
+        index = self._synced_index(task_paths, whole_store=False)
+        entries = self._query(index, task_paths)
+        if not same_partition:
+            yield from (entry.record() for entry in entries)
+            return
+        newest = next(entries, None)
+        if newest is None:
+            return
+        record = newest.record()
+        yield record
+        partition = partition_of({"variables": record.variables})
+        if index is None:
+            # Reading the folders: go on with the same lazy pass.
+            older = (entry.record() for entry in entries)
+            yield from (r for r in older if partition_of({"variables": r.variables}) == partition)
+            return
+        entries.close()
+        # The first run of the partition is the newest itself.
+        older_entries = self._query(index, task_paths, partition=partition)
+        yield from (entry.record() for entry in islice(older_entries, 1, None))
 
     def list_runs(self, task_path: str, limit: int | None = None) -> list[RunRecord]:
         """A task's runs, newest first (file modification time, then ``started_at``)."""
@@ -493,13 +521,23 @@ class LineageStore:
             ]
         found = []
         try:
-            with os.scandir(folder.path) as listing:
-                for item in listing:
-                    if item.name.endswith(_RECORD_SUFFIX) and item.is_file():
-                        with suppress(FileNotFoundError):
-                            found.append(_local_entry(item.name, item.stat()))
+            listing = os.scandir(folder.path)
         except (FileNotFoundError, NotADirectoryError):
             return []
+        # The hot loop of every query (one pass per record file): kept plain on purpose.
+        with listing:
+            for item in listing:
+                name = item.name
+                if name[-5:] != _RECORD_SUFFIX or not item.is_file():
+                    continue
+                try:
+                    stat = item.stat()
+                except FileNotFoundError:
+                    continue
+                inode = stat.st_ino if stat.st_ino < _INT64 else str(stat.st_ino)
+                found.append(
+                    FileEntry(name, stat.st_mtime, (stat.st_mtime_ns, stat.st_size, inode))
+                )
         return found
 
     def _file_entry(self, path: UPath) -> FileEntry:
@@ -522,12 +560,25 @@ class LineageStore:
         *,
         status: str | None = None,
         since: int | None = None,
-        partition: Any = ...,
         with_documents: bool = True,
         whole_store: bool = False,
     ) -> Iterator[RunEntry]:
         """Runs of the task folders, newest first, through the index when it can be used."""
-        index = self._synced_index(task_paths, whole_store) if self.use_index else None
+        index = self._synced_index(task_paths, whole_store)
+        yield from self._query(
+            index, task_paths, status=status, since=since, with_documents=with_documents
+        )
+
+    def _query(
+        self,
+        index: RecordIndex | None,
+        task_paths: list[str],
+        *,
+        status: str | None = None,
+        since: int | None = None,
+        partition: Any = ...,
+        with_documents: bool = True,
+    ) -> Iterator[RunEntry]:
         if index is None:
             return self._scan(task_paths, status, since, partition)
         return _fall_back_if_damaged(
@@ -544,8 +595,10 @@ class LineageStore:
         )
 
     def _synced_index(self, task_paths: list[str], whole_store: bool) -> RecordIndex | None:
-        """The index, up to date for ``task_paths``; None when it cannot be used here (the
-        folders are read instead). A damaged index is deleted and built again once."""
+        """The index, up to date for ``task_paths``; None when it is off or cannot be used here
+        (the folders are read instead). A damaged index is deleted and built again once."""
+        if not self.use_index:
+            return None
         if self._is_local(self._root) and not os.path.isdir(self._root.path):
             return None
         index = self._index()

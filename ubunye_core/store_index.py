@@ -33,7 +33,7 @@ INDEX_FILE_NAME = ".ubunye-index.sqlite3"
 #: Folder for the indexes of object stores and read-only folders (default: the user's cache).
 CACHE_DIR_ENV = "UBUNYE_INDEX_CACHE_DIR"
 
-SCHEMA_VERSION = "1"
+SCHEMA_VERSION = "2"
 _BUSY_TIMEOUT_MS = 60_000
 _BATCH = 500
 
@@ -43,7 +43,7 @@ CREATE TABLE IF NOT EXISTS runs (
     id INTEGER PRIMARY KEY,
     task_path TEXT NOT NULL,
     file TEXT NOT NULL,
-    signature TEXT NOT NULL,
+    sig_a, sig_b, sig_c,
     mtime REAL NOT NULL,
     rank INTEGER NOT NULL,
     started_us INTEGER,
@@ -56,25 +56,23 @@ CREATE TABLE IF NOT EXISTS runs (
     error TEXT
 );
 CREATE UNIQUE INDEX IF NOT EXISTS runs_file ON runs (task_path, file);
-CREATE INDEX IF NOT EXISTS runs_newest ON runs (
-    mtime DESC, rank DESC, started_us DESC, started_tie DESC, task_path DESC, file DESC,
-    status
-);
 CREATE INDEX IF NOT EXISTS runs_task_newest ON runs (
     task_path, mtime DESC, rank DESC, started_us DESC, started_tie DESC, file DESC,
     status, partition_key
 );
 CREATE TABLE IF NOT EXISTS documents (id INTEGER PRIMARY KEY, body BLOB NOT NULL);
+CREATE TABLE IF NOT EXISTS dictionary (id INTEGER PRIMARY KEY CHECK (id = 1), body BLOB NOT NULL);
 """
 
 _ORDER = "mtime DESC, rank DESC, started_us DESC, started_tie DESC, task_path DESC, file DESC"
 _COLUMNS = "id, task_path, file, rank, status, run_id, started_at, duration_sec, error"
 _UPSERT = """
-INSERT INTO runs (task_path, file, signature, mtime, rank, started_us, started_tie, status,
-                  run_id, started_at, duration_sec, partition_key, error)
-VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+INSERT INTO runs (task_path, file, sig_a, sig_b, sig_c, mtime, rank, started_us, started_tie,
+                  status, run_id, started_at, duration_sec, partition_key, error)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 ON CONFLICT (task_path, file) DO UPDATE SET
-    signature = excluded.signature, mtime = excluded.mtime, rank = excluded.rank,
+    sig_a = excluded.sig_a, sig_b = excluded.sig_b, sig_c = excluded.sig_c,
+    mtime = excluded.mtime, rank = excluded.rank,
     started_us = excluded.started_us, started_tie = excluded.started_tie,
     status = excluded.status, run_id = excluded.run_id, started_at = excluded.started_at,
     duration_sec = excluded.duration_sec, partition_key = excluded.partition_key,
@@ -140,16 +138,16 @@ class FolderState:
 def _row(
     task_path: str, entry: FileEntry, record: RunRecord | None, error: str | None
 ) -> tuple[tuple, bytes | None]:
-    """The ``runs`` values and the compressed document of one file."""
+    """The ``runs`` values and the document (UTF-8) of one file."""
     if record is None:
-        values = (task_path, entry.name, entry.signature, entry.mtime, UNREADABLE_RANK, None, "")
+        values = (task_path, entry.name, *entry.signature, entry.mtime, UNREADABLE_RANK, None, "")
         return (*values, None, None, None, None, None, error), None
     rank, micros, tie = started_order(record.started_at)
     document = record.to_json()
     values = (
         task_path,
         entry.name,
-        entry.signature,
+        *entry.signature,
         entry.mtime,
         rank,
         micros,
@@ -161,7 +159,7 @@ def _row(
         partition_of({"variables": record.variables}),
         None,
     )
-    return values, zlib.compress(document.encode("utf-8"), 1)
+    return values, document.encode("utf-8")
 
 
 class RecordIndex:
@@ -218,7 +216,7 @@ class RecordIndex:
                 dict(connection.execute(_META_QUERY).fetchall()) if _has_meta(connection) else {}
             )
             if found != wanted:
-                for table in ("runs", "documents", "meta"):
+                for table in ("runs", "documents", "dictionary", "meta"):
                     connection.execute(f"DROP TABLE IF EXISTS {table}")
                 for statement in _SCHEMA.split(";"):
                     if statement.strip():
@@ -270,11 +268,11 @@ class RecordIndex:
         with self._connection() as connection:
             to_read: list[tuple[str, list[FileEntry]]] = []
             for folder in folders:
-                known = dict(
-                    connection.execute(
-                        "SELECT file, signature FROM runs WHERE task_path = ?", (folder.task_path,)
-                    ).fetchall()
+                rows = connection.execute(
+                    "SELECT file, sig_a, sig_b, sig_c FROM runs WHERE task_path = ?",
+                    (folder.task_path,),
                 )
+                known = {file: (a, b, c) for file, a, b, c in rows}
                 changed = []
                 for entry in folder.entries:
                     if known.pop(entry.name, None) == entry.signature:
@@ -365,6 +363,7 @@ class RecordIndex:
             connection.execute("BEGIN")
             try:
                 scope, scope_params = _scope(connection, task_paths)
+                zdict = _dictionary(connection)
                 query = (
                     f"SELECT {_COLUMNS}, {body} FROM runs {join} WHERE {scope} "
                     f"AND (rank = {UNREADABLE_RANK} OR ({condition})) ORDER BY {_ORDER}"
@@ -373,16 +372,16 @@ class RecordIndex:
                     if row[3] == UNREADABLE_RANK:
                         on_unreadable(row[8] or f"{row[1]}/{row[2]} is not a readable record")
                         continue
-                    yield self._entry(row)
+                    yield self._entry(row, zdict)
             finally:
                 # The caller may stop early; end the read transaction either way.
                 with contextlib.suppress(sqlite3.Error):
                     connection.execute("COMMIT")
 
-    def _entry(self, row: tuple) -> RunEntry:
+    def _entry(self, row: tuple, zdict: bytes | None) -> RunEntry:
         _, task_path, file, _, status, run_id, started_at, duration, _, body = row
         if body is not None:
-            document = functools.partial(_text, body)
+            document = functools.partial(_text, zdict, body)
         else:
             document = functools.partial(self.document, task_path, file)
         return RunEntry(
@@ -403,9 +402,10 @@ class RecordIndex:
                 "SELECT body FROM runs JOIN documents USING (id) WHERE task_path = ? AND file = ?",
                 (task_path, file),
             ).fetchone()
+            zdict = _dictionary(connection)
         if found is None:
             raise IndexUnavailable(f"{task_path}/{file} left the index while it was read")
-        return _text(found[0])
+        return _text(zdict, found[0])
 
     def counts(self) -> tuple[int, int]:
         """(readable records, unreadable files) in the index."""
@@ -433,15 +433,29 @@ def _put(
     connection: sqlite3.Connection,
     rows: list[tuple[str, FileEntry, RunRecord | None, str | None]],
 ) -> None:
+    """Upsert rows, in a write transaction the caller holds."""
+    zdict = _dictionary(connection)
     for task_path, entry, record, error in rows:
         values, document = _row(task_path, entry, record, error)
         (row_id,) = connection.execute(_UPSERT, values).fetchone()
         if document is None:
             connection.execute("DELETE FROM documents WHERE id = ?", (row_id,))
-        else:
-            connection.execute(
-                "INSERT OR REPLACE INTO documents (id, body) VALUES (?, ?)", (row_id, document)
-            )
+            continue
+        if zdict is None:
+            # The first record becomes the dictionary: records share most of their text
+            # (environment, steps), so each compresses to a tenth of what it would alone.
+            connection.execute("INSERT INTO dictionary (id, body) VALUES (1, ?)", (document,))
+            zdict = document
+        packer = zlib.compressobj(6, zdict=zdict)
+        body = packer.compress(document) + packer.flush()
+        connection.execute(
+            "INSERT OR REPLACE INTO documents (id, body) VALUES (?, ?)", (row_id, body)
+        )
+
+
+def _dictionary(connection: sqlite3.Connection) -> bytes | None:
+    found = connection.execute("SELECT body FROM dictionary WHERE id = 1").fetchone()
+    return found[0] if found else None
 
 
 def _remove(connection: sqlite3.Connection, task_path: str, names: list[str]) -> int:
@@ -474,8 +488,9 @@ def _unreadable(connection: sqlite3.Connection, task_paths: list[str]) -> list[t
     return found
 
 
-def _text(body: bytes) -> str:
-    return zlib.decompress(body).decode("utf-8")
+def _text(zdict: bytes | None, body: bytes) -> str:
+    unpacker = zlib.decompressobj(zdict=zdict) if zdict else zlib.decompressobj()
+    return (unpacker.decompress(body) + unpacker.flush()).decode("utf-8")
 
 
 def _scope(connection: sqlite3.Connection, task_paths: Sequence[str]) -> tuple[str, list[str]]:

@@ -1,0 +1,236 @@
+"""The lineage store at scale: each CLI command's time and peak memory, with and without the index.
+
+Generates N records over T tasks (one task holds ``--big-task`` of them), copies of one real
+record (real rows-v1 hashes of a small frame, this interpreter's environment, the example
+project's code hash) with their own run ids, start times, statuses and partitions; file times
+follow the start times. Then runs each command as its own process (``python -m
+ubunye_core.cli``, output to /dev/null), with the index and with ``--no-index``, alternating,
+and prints the median wall time and the peak resident set of the process (``wait4``).
+
+    python bench/store_bench.py                          # 100,000 records, 50 tasks
+    python bench/store_bench.py --records 2000 --tasks 5 --big-task 800 --repeats 1   # smoke
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+USECASE, PACKAGE = "bench", "daily"
+BIG_ASSET = "sales/orders"
+FIRST_START = datetime(2024, 1, 1, tzinfo=timezone.utc)
+LAST_START = datetime(2026, 11, 30, tzinfo=timezone.utc)
+SINCE = "2025-03-01"
+
+
+def machine() -> str:
+    """The CPU model and whether it has SHA-NI, as /proc/cpuinfo says."""
+    model, sha_ni = platform.processor() or "unknown CPU", 0
+    with open("/proc/cpuinfo", encoding="utf-8") as info:
+        for line in info:
+            if line.startswith("model name") and model in ("", "unknown CPU", "x86_64"):
+                model = line.split(":", 1)[1].strip()
+            if line.startswith("flags") and "sha_ni" in line.split():
+                sha_ni += 1
+    return (
+        f"CPU: {model}, {os.cpu_count()} cores, SHA-NI: {'yes' if sha_ni else 'no'} "
+        f"(sha_ni on {sha_ni} cores); Python {platform.python_version()}"
+    )
+
+
+def template_record() -> str:
+    """One real run record as JSON text with the fields the copies change blanked."""
+    import pandas as pd
+
+    from ubunye_core import fingerprint
+    from ubunye_core.evidence import code_hash, environment, environment_hash
+    from ubunye_core.record import RunRecord, StepRecord
+
+    frame = pd.DataFrame({"id": range(100), "amount": [i * 1.5 for i in range(100)]})
+    env = environment()
+    step = {"format": "parquet", "hash_seconds": 0.004, "hash_basis": "materialised"}
+    record = RunRecord(
+        run_id="RUN",
+        usecase=USECASE,
+        package=PACKAGE,
+        task_name="TASK",
+        started_at="START",
+        ended_at="END",
+        duration_sec=1.25,
+        status="STATUS",
+        inputs=[StepRecord.from_fingerprint(fingerprint(frame), name="raw", direction="input",
+                                            location="/data/raw.parquet", **step)],
+        outputs=[StepRecord.from_fingerprint(fingerprint(frame.head(50)), name="result",
+                                             direction="output", location="/data/out.parquet",
+                                             **step)],
+        engine_version="ubunye-dagster 0.1.0",
+        backend="pandas",
+        variables={"partition_key": "PARTITION"},
+        code_hash=code_hash(REPO / "example_project" / "assets"),
+        environment=env,
+        environment_hash=environment_hash(env),
+        timings=[{"step": "write", "output": "result", "seconds": 0.006}],
+        time_zone="UTC",
+    )  # fmt: skip
+    return record.to_json() + "\n"
+
+
+def task_names(tasks: int) -> list[str]:
+    from ubunye_core.store import task_name_for_key
+
+    others = [task_name_for_key(["sales", f"asset_{i:03d}"]) for i in range(1, tasks)]
+    return [task_name_for_key(BIG_ASSET.split("/")), *others]
+
+
+def generate(root: Path, records: int, tasks: int, big_task: int) -> None:
+    """Write ``records`` copies of the template: ``big_task`` in the first task, the rest spread
+    over the others; 90 % success, 8 % error, 2 % running; monthly partitions; file time =
+    start time + 1 s."""
+    text = template_record()
+    names = task_names(tasks)
+    counts = [big_task] + [
+        (records - big_task) // (tasks - 1) + (1 if i < (records - big_task) % (tasks - 1) else 0)
+        for i in range(tasks - 1)
+    ]
+    span = (LAST_START - FIRST_START).total_seconds()
+    for name, count in zip(names, counts, strict=True):
+        folder = root / USECASE / PACKAGE / name
+        folder.mkdir(parents=True)
+        body = text.replace('"TASK"', f'"{name}"', 1).replace('/TASK"', f'/{name}"', 1)
+        for i in range(count):
+            start = FIRST_START + timedelta(seconds=span * (i + 0.5) / count)
+            status = (
+                "error" if i % 50 in (3, 17, 29, 41) else "running" if i % 50 == 7 else "success"
+            )
+            run_id = str(uuid.uuid5(uuid.NAMESPACE_URL, f"{name}/{i}"))
+            document = (
+                body.replace('"RUN"', f'"{run_id}"', 1)
+                .replace('"START"', f'"{start.isoformat()}"', 1)
+                .replace('"END"', f'"{(start + timedelta(seconds=1.25)).isoformat()}"', 1)
+                .replace('"STATUS"', f'"{status}"', 1)
+                .replace('"PARTITION"', f'"{start:%Y-%m}"', 1)
+            )
+            path = folder / f"{run_id}.json"
+            path.write_text(document, encoding="utf-8")
+            stamp = start.timestamp() + 1
+            os.utime(path, (stamp, stamp))
+
+
+# Runs a command's Python code and, at exit, writes the process's peak resident set (VmHWM,
+# which starts afresh at exec, unlike getrusage's ru_maxrss, which keeps the forking parent's).
+_PEAK_WRAPPER = """
+import atexit, os, sys
+def _peak():
+    with open("/proc/self/status") as status, open(os.environ["STORE_BENCH_PEAK"], "w") as out:
+        out.write(next(line for line in status if line.startswith("VmHWM")).split()[1])
+atexit.register(_peak)
+code, sys.argv = sys.argv[1], ["bench", *sys.argv[2:]]
+exec(compile(code, "<bench>", "exec"))
+"""
+CLI = "import sys; from ubunye_core.cli import main; sys.exit(main())"
+REFERENCE = "import sys; from ubunye.cli.main import main; sys.argv[0] = 'ubunye'; sys.exit(main())"
+
+
+def run(code: str, args: list[str], usecase_dir: Path) -> tuple[float, float]:
+    """(seconds, peak resident MB) of ``code`` run with ``args`` in a process of its own."""
+    with tempfile.NamedTemporaryFile("r", suffix=".peak") as peak:
+        env = {**os.environ, "PYTHONPATH": str(REPO), "STORE_BENCH_PEAK": peak.name}
+        started = time.perf_counter()
+        done = subprocess.run(
+            [sys.executable, "-c", _PEAK_WRAPPER, code, *args],
+            cwd=usecase_dir,
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            check=False,
+        )
+        seconds = time.perf_counter() - started
+        if done.returncode != 0:
+            print(f"  ! {' '.join(args)} exited {done.returncode}: {done.stderr[:300]!r}")
+        return seconds, int(peak.read() or 0) / 1024
+
+
+def commands(big_task: str) -> list[tuple[str, list[str]]]:
+    lineage = ["lineage"]
+    return [
+        ("list --asset X (newest 10)", [*lineage, "list", "--asset", BIG_ASSET]),
+        ("trace --asset X", [*lineage, "trace", "--asset", BIG_ASSET]),
+        ("compare --asset X", [*lineage, "compare", "--asset", BIG_ASSET]),
+        ("search --status error", [*lineage, "search", "--status", "error"]),
+        ("search --status success", [*lineage, "search", "--status", "success"]),
+        (f"search --since {SINCE}", [*lineage, "search", "--since", SINCE]),
+        ("search -u -p -t X --status running",
+         [*lineage, "search", "-u", USECASE, "-p", PACKAGE, "-t", big_task, "--status", "running"]),
+        ("search --status error --json", [*lineage, "search", "--status", "error", "--json"]),
+        (f"search --since {SINCE} --json", [*lineage, "search", "--since", SINCE, "--json"]),
+    ]  # fmt: skip
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--records", type=int, default=100_000)
+    parser.add_argument("--tasks", type=int, default=50)
+    parser.add_argument("--big-task", type=int, default=20_000)
+    parser.add_argument("--repeats", type=int, default=3, help="runs per command, with index")
+    parser.add_argument("--scan-repeats", type=int, default=1, help="runs without the index")
+    parser.add_argument("--keep", default=None, help="generate into this folder and keep it")
+    options = parser.parse_args()
+    print(machine())
+    print(f"{options.records:,} records over {options.tasks} tasks, {options.big_task:,} in "
+          f"task X ({BIG_ASSET}); {datetime.now(timezone.utc):%Y-%m-%d}")  # fmt: skip
+    usecase_dir = Path(options.keep or tempfile.mkdtemp(prefix="store-bench-"))
+    root = usecase_dir / ".ubunye" / "lineage"
+    try:
+        started = time.perf_counter()
+        generate(root, options.records, options.tasks, options.big_task)
+        size = sum(f.stat().st_size for f in root.rglob("*.json")) / 1e6
+        print(f"generated in {time.perf_counter() - started:.1f}s, {size:.0f} MB of records")
+        reindex = ["lineage", "reindex", "--json"]
+        seconds, peak = run(CLI, [*reindex, "--full"], usecase_dir)
+        index_mb = sum(p.stat().st_size for p in root.glob(".ubunye-index.sqlite3*")) / 1e6
+        print(f"reindex --full (every record read once): {seconds:.1f}s, {peak:.0f} MB peak; "
+              f"index {index_mb:.0f} MB")  # fmt: skip
+        seconds, peak = run(CLI, reindex, usecase_dir)
+        print(f"reindex, nothing changed: {seconds:.2f}s, {peak:.0f} MB peak")
+        reference = ["lineage", "trace", "-d", ".", "-u", USECASE, "-p", PACKAGE,
+                     "-t", task_names(1)[0]]  # fmt: skip
+        print()
+        print("| command | with index | peak | without index | peak | without/with |")
+        print("|---|---|---|---|---|---|")
+        for label, args in commands(task_names(1)[0]):
+            indexed, scanned = [], []
+            for repeat in range(max(options.repeats, options.scan_repeats)):
+                if repeat < options.scan_repeats:
+                    scanned.append(run(CLI, [*args, "--no-index"], usecase_dir))
+                if repeat < options.repeats:
+                    indexed.append(run(CLI, args, usecase_dir))
+            with_s = statistics.median(r[0] for r in indexed)
+            without_s = statistics.median(r[0] for r in scanned)
+            print(f"| `{label}` | {with_s:.2f} s | {max(r[1] for r in indexed):.0f} MB | "
+                  f"{without_s:.2f} s | {max(r[1] for r in scanned):.0f} MB | "
+                  f"{without_s / with_s:.1f}x |", flush=True)  # fmt: skip
+        results = [run(REFERENCE, reference, usecase_dir) for _ in range(options.repeats)]
+        print(f"| reference `ubunye lineage trace` (no index) | - | - | "
+              f"{statistics.median(r[0] for r in results):.2f} s | "
+              f"{max(r[1] for r in results):.0f} MB | - |")  # fmt: skip
+    finally:
+        if options.keep is None:
+            shutil.rmtree(usecase_dir, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
