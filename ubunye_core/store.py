@@ -224,14 +224,10 @@ def _remote_entry(info: dict[str, Any]) -> FileEntry:
     return FileEntry(name, mtime, (mtime, info.get("size"), str(tag)))
 
 
-_INT64 = 2**63
-
-
 def _local_entry(name: str, stat: os.stat_result) -> FileEntry:
-    """A local file's entry: a rename-based write always gives a new inode, an in-place write a
-    new time (an inode beyond SQLite's int64 is kept as text)."""
-    inode = stat.st_ino if stat.st_ino < _INT64 else str(stat.st_ino)
-    return FileEntry(name, stat.st_mtime, (stat.st_mtime_ns, stat.st_size, inode))
+    """A local file's entry. The change time moves on every write, rename or ``utime`` and no
+    tool can set it back, so a rewrite is seen even with the same size and modification time."""
+    return FileEntry(name, stat.st_mtime, (stat.st_mtime_ns, stat.st_size, stat.st_ctime_ns))
 
 
 def _matches(record: RunRecord, status: str | None, since: int | None, partition: Any) -> bool:
@@ -376,7 +372,15 @@ class LineageStore:
 
     def _iter_runs(self, task_paths: list[str], same_partition: bool) -> Iterator[RunRecord]:
         index = self._synced_index(task_paths, whole_store=False)
-        entries = self._query(index, task_paths)
+        warned: set[str] = set()
+
+        def warn_once(reason: str) -> None:
+            # The second query below meets the unreadable files the first one did.
+            if reason not in warned:
+                warned.add(reason)
+                _warn_unreadable(reason)
+
+        entries = self._query(index, task_paths, on_unreadable=warn_once)
         if not same_partition:
             yield from (entry.record() for entry in entries)
             return
@@ -393,7 +397,7 @@ class LineageStore:
             return
         entries.close()
         # The first run of the partition is the newest itself.
-        older_entries = self._query(index, task_paths, partition=partition)
+        older_entries = self._query(index, task_paths, partition=partition, on_unreadable=warn_once)
         yield from (entry.record() for entry in islice(older_entries, 1, None))
 
     def list_runs(self, task_path: str, limit: int | None = None) -> list[RunRecord]:
@@ -531,13 +535,9 @@ class LineageStore:
                 if name[-5:] != _RECORD_SUFFIX or not item.is_file():
                     continue
                 try:
-                    stat = item.stat()
+                    found.append(_local_entry(name, item.stat()))
                 except FileNotFoundError:
                     continue
-                inode = stat.st_ino if stat.st_ino < _INT64 else str(stat.st_ino)
-                found.append(
-                    FileEntry(name, stat.st_mtime, (stat.st_mtime_ns, stat.st_size, inode))
-                )
         return found
 
     def _file_entry(self, path: UPath) -> FileEntry:
@@ -578,6 +578,7 @@ class LineageStore:
         since: int | None = None,
         partition: Any = ...,
         with_documents: bool = True,
+        on_unreadable: Callable[[str], None] | None = None,
     ) -> Iterator[RunEntry]:
         if index is None:
             return self._scan(task_paths, status, since, partition)
@@ -588,7 +589,7 @@ class LineageStore:
                 since_micros=since,
                 partition=partition,
                 with_documents=with_documents,
-                on_unreadable=_warn_unreadable,
+                on_unreadable=on_unreadable or _warn_unreadable,
             ),
             index,
             lambda: self._scan(task_paths, status, since, partition),
@@ -667,7 +668,8 @@ class LineageStore:
             for task_path in task_paths
             for entry in self._record_entries(self.task_dir(task_path))
         ]
-        files.sort(key=lambda item: item[0].mtime, reverse=True)
+        # Within one time, unreadable files are met (and warned about) in the index's order.
+        files.sort(key=lambda item: (item[0].mtime, item[1], item[0].name), reverse=True)
         for mtime, group in groupby(files, key=lambda item: item[0].mtime):
             same_time = []
             for entry, task_path in group:

@@ -33,7 +33,7 @@ INDEX_FILE_NAME = ".ubunye-index.sqlite3"
 #: Folder for the indexes of object stores and read-only folders (default: the user's cache).
 CACHE_DIR_ENV = "UBUNYE_INDEX_CACHE_DIR"
 
-SCHEMA_VERSION = "2"
+SCHEMA_VERSION = "3"
 _BUSY_TIMEOUT_MS = 60_000
 _BATCH = 500
 
@@ -267,7 +267,9 @@ class RecordIndex:
         report = SyncReport()
         with self._connection() as connection:
             to_read: list[tuple[str, list[FileEntry]]] = []
+            seen: list[str] = []
             for folder in folders:
+                seen.append(folder.task_path)
                 rows = connection.execute(
                     "SELECT file, sig_a, sig_b, sig_c FROM runs WHERE task_path = ?",
                     (folder.task_path,),
@@ -295,7 +297,7 @@ class RecordIndex:
                         done += self._write_batch(connection, batch, report, progress, done, total)
                         batch = []
                 done += self._write_batch(connection, batch, report, progress, done, total)
-            report.unreadable.extend(_unreadable(connection, [f.task_path for f in folders]))
+            report.unreadable.extend(_unreadable(connection, seen))
         return report
 
     def _write_batch(self, connection, batch, report, progress, done, total) -> int:
