@@ -452,3 +452,10 @@ def test_a_long_rebuild_shows_a_progress_bar_on_a_terminal_only(tmp_path):
         Path(folder, f"r{i:04d}.json").write_text(text.replace('"template"', f'"r{i:04d}"'))
     assert "Indexing lineage records" in reindex_on_a_terminal(tmp_path)
     assert "Indexing lineage records" not in reindex_on_a_terminal(tmp_path, "--json")
+
+
+def test_reindex_of_a_missing_folder_is_a_clear_error_and_creates_nothing(tmp_path, capsys):
+    code = main(["lineage", "reindex", "-d", str(tmp_path)])
+    _, err = capsys.readouterr()
+    assert code == 1 and err.startswith("error: no lineage records folder at ")
+    assert list(tmp_path.iterdir()) == []

@@ -60,6 +60,7 @@ from ubunye_core.store_index import (
     RecordIndex,
     SyncReport,
     cached_index_path,
+    is_damage,
 )
 
 #: Where a use case folder keeps its records.
@@ -464,6 +465,8 @@ class LineageStore:
         """Bring the index up to date with every record file (``full``: build it anew)."""
         if not self.use_index:
             raise LineageStoreError("this store was opened without its index")
+        if self._is_local(self._root) and not os.path.isdir(self._root.path):
+            raise LineageStoreError(f"no lineage records folder at {self._root}")
         started = time.perf_counter()
         index = self._index()
         if full:
@@ -479,7 +482,7 @@ class LineageStore:
             read=report.read,
             unchanged=report.unchanged,
             removed=removed,
-            unreadable=list(report.unreadable or []),
+            unreadable=list(report.unreadable),
             seconds=time.perf_counter() - started,
         )
 
@@ -609,9 +612,14 @@ class LineageStore:
                 if whole_store:
                     index.drop_other_tasks(task_paths)
                 return index
-            except (IndexUnavailable, sqlite3.DatabaseError):
-                if attempt == 0:
-                    index.discard()
+            except IndexUnavailable:
+                return None
+            except sqlite3.Error as exc:
+                # Busy past the timeout, a full disk: read the folders this time. Damage: once
+                # more with a new index.
+                if not is_damage(exc) or attempt == 1:
+                    return None
+                index.discard()
         return None
 
     def _sync(self, index: RecordIndex, task_paths: list[str]) -> SyncReport:
@@ -726,13 +734,16 @@ def _fall_back_if_damaged(
     entries: Iterator[RunEntry], index: RecordIndex, scan: Callable[[], Iterator[RunEntry]]
 ) -> Iterator[RunEntry]:
     """``entries`` from the index; if the index proves damaged before the first entry, delete it
-    and read the folders instead (after one, the error is reported: the answer would be torn)."""
+    and read the folders instead (after one, the error is reported: the answer would be torn).
+    Any other database error is reported as a LineageStoreError."""
     given = False
     try:
         for entry in entries:
             given = True
             yield entry
-    except sqlite3.DatabaseError as exc:
+    except sqlite3.Error as exc:
+        if not is_damage(exc):
+            raise LineageStoreError(f"cannot read the lineage index {index.path}: {exc}") from exc
         index.discard()
         if given:
             raise LineageStoreError(

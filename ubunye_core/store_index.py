@@ -18,7 +18,8 @@ import sqlite3
 import sys
 import zlib
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from itertools import islice
 from pathlib import Path
 from typing import Any
 
@@ -115,16 +116,13 @@ def cached_index_path(store_key: str) -> Path:
 
 @dataclass
 class SyncReport:
-    """What a sync did: files read now, files already indexed, rows dropped, unreadable files."""
+    """What a sync did: files read now, files already indexed, rows dropped, and the
+    unreadable files of the folders (path under the root, reason)."""
 
     read: int = 0
     unchanged: int = 0
     removed: int = 0
-    unreadable: list[tuple[str, str]] | None = None
-
-    def __post_init__(self) -> None:
-        if self.unreadable is None:
-            self.unreadable = []
+    unreadable: list[tuple[str, str]] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -176,7 +174,7 @@ class RecordIndex:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             connection = self._open()
         except sqlite3.DatabaseError as exc:
-            if not isinstance(exc, sqlite3.OperationalError) or "malformed" in str(exc):
+            if is_damage(exc):
                 # Not a database, or a damaged one: it is only derived data, start again.
                 self.discard()
                 try:
@@ -210,22 +208,18 @@ class RecordIndex:
         wanted = {"schema": SCHEMA_VERSION, "store": self._store_key}
         if found == wanted:
             return
-        connection.execute("BEGIN IMMEDIATE")
-        try:
+        with _writing(connection):
             found = (
                 dict(connection.execute(_META_QUERY).fetchall()) if _has_meta(connection) else {}
             )
             if found != wanted:
+                # Another version's or another store's index: it is only derived data.
                 for table in ("runs", "documents", "dictionary", "meta"):
                     connection.execute(f"DROP TABLE IF EXISTS {table}")
                 for statement in _SCHEMA.split(";"):
                     if statement.strip():
                         connection.execute(statement)
                 connection.executemany("INSERT INTO meta VALUES (?, ?)", wanted.items())
-            connection.execute("COMMIT")
-        except BaseException:
-            connection.execute("ROLLBACK")
-            raise
 
     @contextlib.contextmanager
     def _connection(self) -> Iterator[sqlite3.Connection]:
@@ -245,14 +239,8 @@ class RecordIndex:
 
     def record_saved(self, task_path: str, entry: FileEntry, record: RunRecord) -> None:
         """Put the record just written to ``entry`` in the index."""
-        with self._connection() as connection:
-            connection.execute("BEGIN IMMEDIATE")
-            try:
-                _put(connection, [(task_path, entry, record, None)])
-                connection.execute("COMMIT")
-            except BaseException:
-                connection.execute("ROLLBACK")
-                raise
+        with self._connection() as connection, _writing(connection):
+            _put(connection, [(task_path, entry, record, None)])
 
     def sync(
         self,
@@ -286,53 +274,29 @@ class RecordIndex:
                 gone = [name for name in known if still_gone(folder.task_path, name)]
                 report.removed += _remove(connection, folder.task_path, gone)
             total = sum(len(entries) for _, entries in to_read)
-            done = 0
             if progress is not None and total:
                 progress(0, total)
             for task_path, entries in to_read:
-                batch = []
-                for entry, record, error in read_files(task_path, entries):
-                    batch.append((task_path, entry, record, error))
-                    if len(batch) >= _BATCH:
-                        done += self._write_batch(connection, batch, report, progress, done, total)
-                        batch = []
-                done += self._write_batch(connection, batch, report, progress, done, total)
+                read = read_files(task_path, entries)
+                # Short transactions: concurrent savers wait for one batch, not the rebuild.
+                while batch := [(task_path, *found) for found in islice(read, _BATCH)]:
+                    with _writing(connection):
+                        _put(connection, batch)
+                    report.read += len(batch)
+                    if progress is not None:
+                        progress(report.read, total)
             report.unreadable.extend(_unreadable(connection, seen))
         return report
 
-    def _write_batch(self, connection, batch, report, progress, done, total) -> int:
-        if not batch:
-            return 0
-        connection.execute("BEGIN IMMEDIATE")
-        try:
-            _put(connection, batch)
-            connection.execute("COMMIT")
-        except BaseException:
-            connection.execute("ROLLBACK")
-            raise
-        report.read += len(batch)
-        if progress is not None:
-            progress(done + len(batch), total)
-        return len(batch)
-
     def drop_other_tasks(self, task_paths: Iterable[str]) -> int:
         """Drop rows of task folders not in ``task_paths`` (a whole-store sync found them gone)."""
-        with self._connection() as connection:
-            connection.execute("BEGIN IMMEDIATE")
-            try:
-                connection.execute("CREATE TEMP TABLE IF NOT EXISTS keep (path TEXT PRIMARY KEY)")
-                connection.executemany(
-                    "INSERT OR IGNORE INTO temp.keep VALUES (?)", ((p,) for p in task_paths)
-                )
-                stale = connection.execute(
-                    "SELECT id FROM runs WHERE task_path NOT IN (SELECT path FROM temp.keep)"
-                ).fetchall()
-                connection.executemany("DELETE FROM documents WHERE id = ?", stale)
-                connection.executemany("DELETE FROM runs WHERE id = ?", stale)
-                connection.execute("COMMIT")
-            except BaseException:
-                connection.execute("ROLLBACK")
-                raise
+        with self._connection() as connection, _writing(connection):
+            scope, params = _scope(connection, list(task_paths))
+            stale = connection.execute(
+                f"SELECT id FROM runs WHERE NOT ({scope})", params
+            ).fetchall()
+            connection.executemany("DELETE FROM documents WHERE id = ?", stale)
+            connection.executemany("DELETE FROM runs WHERE id = ?", stale)
         return len(stale)
 
     # --- reading ------------------------------------------------------------------------
@@ -422,6 +386,28 @@ class RecordIndex:
 _META_QUERY = "SELECT key, value FROM meta"
 
 
+@contextlib.contextmanager
+def _writing(connection: sqlite3.Connection) -> Iterator[None]:
+    """One write transaction, taken at once (``IMMEDIATE``) so writers queue on the busy timeout
+    instead of failing when a read turns into a write."""
+    connection.execute("BEGIN IMMEDIATE")
+    try:
+        yield
+    except BaseException:
+        connection.execute("ROLLBACK")
+        raise
+    connection.execute("COMMIT")
+
+
+def is_damage(error: sqlite3.Error) -> bool:
+    """The error says the file is not (or no longer) a sound database, not that it is busy."""
+    name = getattr(error, "sqlite_errorname", "")
+    if name:
+        return name in ("SQLITE_CORRUPT", "SQLITE_NOTADB")
+    text = str(error)
+    return "malformed" in text or "not a database" in text
+
+
 def _has_meta(connection: sqlite3.Connection) -> bool:
     return (
         connection.execute(
@@ -463,17 +449,12 @@ def _dictionary(connection: sqlite3.Connection) -> bytes | None:
 def _remove(connection: sqlite3.Connection, task_path: str, names: list[str]) -> int:
     if not names:
         return 0
-    connection.execute("BEGIN IMMEDIATE")
-    try:
+    with _writing(connection):
         for name in names:
             found = connection.execute(
                 "DELETE FROM runs WHERE task_path = ? AND file = ? RETURNING id", (task_path, name)
             ).fetchall()
             connection.executemany("DELETE FROM documents WHERE id = ?", found)
-        connection.execute("COMMIT")
-    except BaseException:
-        connection.execute("ROLLBACK")
-        raise
     return len(names)
 
 
