@@ -9,6 +9,10 @@ and prints the median wall time and the peak resident set of the process (``wait
 
     python bench/store_bench.py                          # 100,000 records, 50 tasks
     python bench/store_bench.py --records 2000 --tasks 5 --big-task 800 --repeats 1   # smoke
+    python bench/store_bench.py --only-object-store --object-store-records 10000
+
+It ends with the first use of an object store (``memory://``): the first search reads every
+record into the local index cache, the second only lists.
 """
 
 from __future__ import annotations
@@ -181,6 +185,34 @@ def commands(big_task: str) -> list[tuple[str, list[str]]]:
     ]  # fmt: skip
 
 
+def object_store_first_use(records: int, tasks: int) -> None:
+    """Time the first search on a ``memory://`` store (every record read into the local index
+    cache) and a second one (listing only), in this process, with the cache in a temp folder."""
+    from ubunye_core.store import LineageStore
+
+    text = template_record()
+    url = f"memory://store-bench-{uuid.uuid4().hex}/lineage"
+    names = task_names(tasks)
+    store = LineageStore(url)
+    for i in range(records):
+        name = names[i % tasks]
+        run_id = str(uuid.uuid5(uuid.NAMESPACE_URL, f"{name}/{i}"))
+        body = text.replace('"TASK"', f'"{name}"', 1).replace('/TASK"', f'/{name}"', 1)
+        body = body.replace('"RUN"', f'"{run_id}"', 1).replace('"START"', '"2026-01-01T00:00:00Z"')
+        body = body.replace('"STATUS"', '"error"' if i % 12 == 0 else '"success"', 1)
+        path = store.path_for(f"{USECASE}/{PACKAGE}/{name}", run_id)
+        path.fs.pipe_file(path.path, body.encode())
+    with tempfile.TemporaryDirectory() as cache:
+        os.environ["UBUNYE_INDEX_CACHE_DIR"] = cache
+        for label in ("first search (reads every record)", "second search (listing only)"):
+            started, cpu = time.perf_counter(), time.process_time()
+            found = sum(1 for _ in store.iter_search(status="error", with_documents=False))
+            print(f"memory:// {records:,} records over {tasks} tasks, {label}: "
+                  f"{time.perf_counter() - started:.2f}s ({time.process_time() - cpu:.2f}s CPU), "
+                  f"{found:,} found")  # fmt: skip
+    store.root.fs.rm(store.root.path, recursive=True)
+
+
 def cell(results: list[tuple[float, float, float]]) -> str:
     """Median wall time and median CPU time of repeated runs."""
     wall = statistics.median(r[0] for r in results)
@@ -195,8 +227,19 @@ def main() -> int:
     parser.add_argument("--repeats", type=int, default=3, help="runs per command, with index")
     parser.add_argument("--scan-repeats", type=int, default=1, help="runs without the index")
     parser.add_argument("--keep", default=None, help="generate into this folder and keep it")
+    parser.add_argument(
+        "--object-store-records",
+        type=int,
+        default=10_000,
+        help="records of the memory:// first-use measure (0: skip it)",
+    )
+    parser.add_argument("--only-object-store", action="store_true",
+                        help="only the memory:// first-use measure")  # fmt: skip
     options = parser.parse_args()
     print(machine())
+    if options.only_object_store:
+        object_store_first_use(options.object_store_records, options.tasks)
+        return 0
     print(f"{options.records:,} records over {options.tasks} tasks, {options.big_task:,} in "
           f"task X ({BIG_ASSET}); {datetime.now(timezone.utc):%Y-%m-%d}")  # fmt: skip
     usecase_dir = Path(options.keep or tempfile.mkdtemp(prefix="store-bench-"))
@@ -236,6 +279,9 @@ def main() -> int:
         results = [run(REFERENCE, reference, usecase_dir) for _ in range(options.repeats)]
         print(f"| reference `ubunye lineage trace -t X` | - | - | {cell(results)} | "
               f"{max(r[2] for r in results):.0f} MB | - |")  # fmt: skip
+        if options.object_store_records:
+            print()
+            object_store_first_use(options.object_store_records, options.tasks)
     finally:
         if options.keep is None:
             shutil.rmtree(usecase_dir, ignore_errors=True)

@@ -160,7 +160,7 @@ class Selection:
             make_console().print(human)
 
 
-_SELECTION_OPTIONS = [
+_STORE_OPTIONS = [
     click.option("-d", "--usecase-dir", default=".", show_default=True, help="Use case folder."),
     click.option(
         "--lineage-dir",
@@ -169,6 +169,10 @@ _SELECTION_OPTIONS = [
         help="Records folder, under -d unless absolute or a URL (s3://..., memory://...).",
     ),
     click.option("--json", "as_json", is_flag=True, help="Print one JSON document."),
+]
+
+_SELECTION_OPTIONS = [
+    *_STORE_OPTIONS,
     click.option(
         "--no-index",
         "no_index",
@@ -332,15 +336,14 @@ def search_command(selection: Selection, status: str | None, since: str | None) 
         write_search_lines(entries, out.write, color=out.isatty())
 
 
+def _with_store_options(func: Callable[..., Any]) -> Callable[..., Any]:
+    for option in reversed(_STORE_OPTIONS):
+        func = option(func)
+    return func
+
+
 @lineage.command("reindex")
-@click.option("-d", "--usecase-dir", default=".", show_default=True, help="Use case folder.")
-@click.option(
-    "--lineage-dir",
-    default=DEFAULT_LINEAGE_DIR,
-    show_default=True,
-    help="Records folder, under -d unless absolute or a URL (s3://..., memory://...).",
-)
-@click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
+@_with_store_options
 @click.option("--full", is_flag=True, help="Delete the index and build it from every record.")
 def reindex_command(usecase_dir: str, lineage_dir: str, as_json: bool, full: bool) -> None:
     """Bring the lineage index up to date with the record files (--full: build it anew);

@@ -22,6 +22,10 @@ its final name, flushed to disk, then renamed over it; on an object store it is 
 or kill mid-write leaves the previous version (or nothing), never half a record, and writers in
 different processes never mix their bytes. A record that cannot be read is skipped by listings
 with an ``UnreadableRecordWarning`` naming its file.
+
+Listings and searches answer from the index (``store_index``), brought up to date from the
+folders they touch before each answer; ``use_index=False`` reads the files instead, with the same
+answers in the same order (``run_listing``).
 """
 
 from __future__ import annotations
