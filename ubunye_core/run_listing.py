@@ -75,7 +75,7 @@ class FileEntry(NamedTuple):
     signature: tuple[Any, Any, Any]
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)  # not frozen: a search makes one per matching run, frozen ones cost more
 class RunEntry:
     """One run in a listing: where its file is and what a search table shows; the record and
     its JSON document are made only when asked for."""
