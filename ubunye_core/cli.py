@@ -33,7 +33,7 @@ from ubunye_core.cli_render import (
     trace_tree,
 )
 from ubunye_core.compare import compare
-from ubunye_core.drift import judge_records, partition_of
+from ubunye_core.drift import DEFAULT_FLAG_REASONS, DRIFT_REASONS, judge_records, partition_of
 from ubunye_core.record import RunRecord
 from ubunye_core.store import (
     LINEAGE_SUBDIR,
@@ -267,8 +267,25 @@ def latest_pair(store: LineageStore, task_path: str) -> tuple[RunRecord, RunReco
     is_flag=True,
     help="Add the drift verdict to --json as key 'drift' (the table always shows it).",
 )
+@click.option(
+    "--strict-sources",
+    is_flag=True,
+    help="Judge assets that read no asset strictly, as build_drift_sensor(strict_sources=True).",
+)
+@click.option(
+    "--flag",
+    "flag_reasons",
+    multiple=True,
+    type=click.Choice(DRIFT_REASONS),
+    help="A drift reason that flags (repeat; default: 'same inputs' and 'inputs unknown').",
+)
 def compare_command(
-    selection: Selection, run_id1: str | None, run_id2: str | None, with_drift: bool
+    selection: Selection,
+    run_id1: str | None,
+    run_id2: str | None,
+    with_drift: bool,
+    strict_sources: bool,
+    flag_reasons: tuple[str, ...],
 ) -> None:
     """Two runs side by side (by default the newest and the one before it of the same
     partition): changed, unchanged, unknown or not comparable, and why; then the drift
@@ -286,16 +303,17 @@ def compare_command(
         a, b = latest_pair(store, task_path)
     comparison = compare(a, b)
     previous, current = earlier_first(a, b)
-    judgements = judge_records(previous.to_dict(), current.to_dict())
+    judgements = judge_records(previous.to_dict(), current.to_dict(), strict_sources=strict_sources)
+    flags = flag_reasons or DEFAULT_FLAG_REASONS
     if selection.as_json:
         document = comparison.to_dict()
         if with_drift:
-            document["drift"] = drift_document(judgements, previous, current)
+            document["drift"] = drift_document(judgements, previous, current, flags)
         _print_json(document)
     else:
         console = make_console()
         console.print(compare_table(comparison))
-        console.print(drift_lines(judgements, previous, current))
+        console.print(drift_lines(judgements, previous, current, flags))
 
 
 @lineage.command("search")

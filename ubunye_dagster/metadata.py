@@ -23,6 +23,8 @@ HASH_SECONDS = "ubunye/hash_seconds"
 #: Present only when the hash failed; says why there is no data hash.
 HASH_ERROR = "ubunye/hash_error"
 CODE_HASH = "ubunye/code_hash"
+#: The asset's run config hash: a changed config explains changed data.
+CONFIG_HASH = "ubunye/config_hash"
 ENVIRONMENT_HASH = "ubunye/environment_hash"
 RECORD_PATH = "ubunye/record_path"
 TASK_PATH = "ubunye/task_path"
@@ -38,6 +40,9 @@ COLUMN_SCHEMA = "dagster/column_schema"
 
 #: Asset definition metadata read by the IO manager (not written on materialisations).
 EXPECTATIONS = "ubunye/expectations"
+#: Asset definition metadata (copied onto its materialisations): ``True`` asks the drift sensor to
+#: judge an asset that reads no asset strictly.
+DETERMINISTIC = "ubunye/deterministic"
 #: Asset definition metadata: the folder (or ``.py`` file) whose code is hashed into code_hash.
 CODE_FOLDER = "ubunye/code_folder"
 
@@ -92,6 +97,8 @@ def output_metadata(
         entries[CODE_HASH] = record.code_hash
     if record.environment_hash is not None:
         entries[ENVIRONMENT_HASH] = record.environment_hash
+    if record.config_hash is not None:
+        entries[CONFIG_HASH] = record.config_hash
     entries[RECORD_PATH] = dg.MetadataValue.path(record_path)
     entries[TASK_PATH] = record.task_path
     entries[RUN_ID] = record.run_id
