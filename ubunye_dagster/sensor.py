@@ -22,6 +22,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from ubunye_core import drift
 from ubunye_dagster import metadata as metadata_keys
+from ubunye_dagster.expectations import validate_declared_expectations
 
 if TYPE_CHECKING:
     from dagster._core.definitions.unresolved_asset_job_definition import (
@@ -313,6 +314,9 @@ def build_drift_sensor(
         tick_time_budget_seconds=tick_time_budget_seconds,
         use_lineage_store=use_lineage_store,
     )
+    if assets is not None:
+        assets = list(assets)
+        validate_declared_expectations(assets)
     asset_keys = None if assets is None else watched_asset_keys(assets)
     watching = (
         "every asset with Ubunye metadata"
@@ -373,6 +377,7 @@ def build_reproducibility_checks(
     the asset's latest materialisation the same way.
     """
     assets = list(assets)
+    validate_declared_expectations(assets)
     settings = DriftSettings(
         flag_reasons=flag_reasons,
         strict_sources=strict_sources,
