@@ -140,12 +140,18 @@ def stored_notes(table: pa.Table, path: Any) -> dict[str, str]:
 
 
 def read_sidecar(path: Any) -> dict[str, str]:
-    """The sidecar notes of a folder-shaped materialisation; empty when there are none."""
+    """The sidecar notes of a folder-shaped materialisation; empty when there are none.
+
+    Whether it is there is asked first: file systems report a missing file under a file in
+    their own ways (``memory://`` raises FileExistsError, local NotADirectoryError).
+    """
     sidecar = path / SIDECAR_NAME
     try:
         if is_local(path):
             with open(str(sidecar), encoding="utf-8") as handle:
                 return dict(json.load(handle))
+        if not sidecar.fs.isfile(sidecar.path):
+            return {}
         with sidecar.fs.open(sidecar.path, "r") as handle:
             return dict(json.load(handle))
     except (FileNotFoundError, NotADirectoryError, IsADirectoryError, ValueError):
