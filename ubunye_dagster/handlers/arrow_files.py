@@ -10,17 +10,15 @@ from __future__ import annotations
 import io
 import json
 import os
-import uuid
 from collections.abc import Mapping
 from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from ubunye_core.staging import remove_dead_staging, staging_name
 from ubunye_dagster.handlers.base import SIDECAR_NAME
 
-#: Prefix of temporary names; never a materialisation's own name.
-TEMP_MARK = ".ubunye-tmp-"
 #: Columns pandas adds for an unnamed index; they are not the asset's columns.
 INDEX_PREFIX = "__index_level_"
 
@@ -36,8 +34,9 @@ def native_path(path: Any) -> str:
 
 
 def temporary_sibling(path: Any) -> Any:
-    """A fresh hidden name in the same folder as ``path``, for staging a write."""
-    return path.parent / f"{TEMP_MARK}{uuid.uuid4().hex}-{path.name}"
+    """A fresh hidden name in the same folder as ``path``, for staging a write; the name says
+    which process stages it (``ubunye_core.staging``)."""
+    return path.parent / staging_name(path.name)
 
 
 def staging_folder(path: Any) -> Any:
@@ -46,7 +45,7 @@ def staging_folder(path: Any) -> Any:
     Whoever lists the parent (Spark, pyarrow datasets) skips the hidden folder; the staged name
     inside it is not hidden, so Spark reads it back without ignoring it.
     """
-    return path.parent / f"{TEMP_MARK}{uuid.uuid4().hex}"
+    return path.parent / staging_name("stage")
 
 
 def _write_parquet(table: pa.Table, sink: Any) -> None:
@@ -76,7 +75,7 @@ def replace_local(staged: str, final: str) -> None:
     old one is first moved aside (both renames are atomic), then deleted.
     """
     if os.path.isdir(final):
-        aside = os.path.join(os.path.dirname(final), f"{TEMP_MARK}old-{uuid.uuid4().hex}")
+        aside = os.path.join(os.path.dirname(final), staging_name("old"))
         os.rename(final, aside)
         try:
             os.rename(staged, final)
@@ -104,6 +103,7 @@ def write_table_atomically(table: pa.Table, path: Any, notes: Mapping[str, str])
             if os.path.exists(staged):
                 os.remove(staged)
             raise
+        sweep_dead_staging(path)
         return
     buffer = io.BytesIO()
     _write_parquet(table, buffer)
@@ -112,6 +112,15 @@ def write_table_atomically(table: pa.Table, path: Any, notes: Mapping[str, str])
         fs.rm(path.path, recursive=True)  # an earlier folder-shaped (Spark) materialisation
     fs.makedirs(path.parent.path, exist_ok=True)
     fs.pipe_file(path.path, buffer.getvalue())
+
+
+def sweep_dead_staging(path: Any) -> list[str]:
+    """Remove what killed writers staged beside ``path``; a live writer's entry stays. A sweep
+    that fails (a read-only listing, a race) never fails the write that asked for it."""
+    try:
+        return remove_dead_staging(path.fs, native_path(path.parent))
+    except OSError:
+        return []
 
 
 def read_table(path: Any) -> pa.Table:
