@@ -60,6 +60,30 @@ def with_notes(table: pa.Table, notes: Mapping[str, str]) -> pa.Table:
     return table.replace_schema_metadata(metadata)
 
 
+#: Footer note of a table with rows but no columns: Parquet keeps no rows without a column, so
+#: the count is kept beside the (empty) schema and the rows are given back on reading.
+ROWS_WITHOUT_COLUMNS_KEY = "ubunye.rows_without_columns"
+
+
+def row_count_note(table: pa.Table) -> dict[str, str]:
+    """The note a table with rows and no columns needs to be read back whole; else none."""
+    if table.num_columns == 0 and table.num_rows > 0:
+        return {ROWS_WITHOUT_COLUMNS_KEY: str(table.num_rows)}
+    return {}
+
+
+def with_noted_row_count(table: pa.Table, notes: Mapping[str, str]) -> pa.Table:
+    """A stored table with no columns given back the rows its writer noted."""
+    noted = notes.get(ROWS_WITHOUT_COLUMNS_KEY)
+    if table.num_columns or not noted:
+        return table
+    # Metadata first: Arrow drops the row count of a column-less table whose metadata is replaced.
+    placeholder = pa.table({"_": pa.nulls(int(noted))}).replace_schema_metadata(
+        table.schema.metadata
+    )
+    return placeholder.drop_columns(["_"])
+
+
 def remove_path(path: Any) -> None:
     """Delete a file or folder if it is there."""
     fs = path.fs
