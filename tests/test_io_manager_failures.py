@@ -175,6 +175,35 @@ def test_a_step_that_fails_before_loading_or_returning_anything_leaves_an_error_
     assert not (tmp_path / ".ubunye" / "lineage" / "dagster" / "default").exists()
 
 
+unreachable_grid = unreachable(
+    "unreachable_grid",
+    partitions_def=dg.MultiPartitionsDefinition(
+        {
+            "day": dg.DailyPartitionsDefinition(start_date="2024-01-01"),
+            "region": dg.StaticPartitionsDefinition(["north", "south"]),
+        }
+    ),
+)
+
+
+def test_a_multi_partition_step_failing_before_anything_is_recorded_with_each_key(tmp_path):
+    key = dg.MultiPartitionKey({"day": "2024-01-02", "region": "south"})
+    result = dg.materialize(
+        with_error_records([unreachable_grid]),
+        partition_key=key,
+        resources={"io_manager": io_manager(tmp_path)},
+        raise_on_error=False,
+    )
+
+    assert_no_input_failure_record(tmp_path, result.run_id, "dagster/default/unreachable_grid")
+    [record] = records(tmp_path, "dagster/default/unreachable_grid")
+    assert record.variables["partition_dimensions"] == {"day": "2024-01-02", "region": "south"}
+    assert record.variables["time_window"] == {
+        "start": "2024-01-02T00:00:00+00:00",
+        "end": "2024-01-03T00:00:00+00:00",
+    }
+
+
 SEEN_WHILE_RUNNING: list = []
 
 

@@ -125,6 +125,19 @@ def time_window_of(
     return (window.start, window.end)
 
 
+def _as_partition_key(
+    partitions_def: dg.PartitionsDefinition | None, partition_key: str | None
+) -> str | None:
+    """A multi-partition key as a ``MultiPartitionKey`` (the event log gives it as text)."""
+    if (
+        isinstance(partitions_def, dg.MultiPartitionsDefinition)
+        and partition_key is not None
+        and not isinstance(partition_key, dg.MultiPartitionKey)
+    ):
+        return partitions_def.get_partition_key_from_str(partition_key)
+    return partition_key
+
+
 def asset_subject(
     *,
     run: dg.DagsterRun,
@@ -137,6 +150,7 @@ def asset_subject(
 ) -> Subject:
     """What an asset (partition)'s record is about; the one place a record's subject is read."""
     code_folder = facts.metadata.get(CODE_FOLDER)
+    partition_key = _as_partition_key(facts.partitions_def, partition_key)
     by_dimension = getattr(partition_key, "keys_by_dimension", None)
     return Subject(
         dagster_run_id=run.run_id,
