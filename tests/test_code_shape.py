@@ -37,6 +37,15 @@ def imported_modules(path: Path, known: dict[str, Path]) -> set[str]:
     return imported
 
 
+def imported_names(node: ast.AST) -> list[str]:
+    """The module names an import statement names (none for any other node)."""
+    if isinstance(node, ast.ImportFrom):
+        return [node.module or ""]
+    if isinstance(node, ast.Import):
+        return [alias.name for alias in node.names]
+    return []
+
+
 def test_no_function_in_ubunye_dagster_is_over_50_lines():
     too_long = [
         f"{path.relative_to(ROOT)}:{node.lineno} {node.name} ({node.end_lineno - node.lineno + 1})"
@@ -76,13 +85,7 @@ def test_no_project_module_is_imported_inside_a_function_of_the_glue():
             if not isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
                 continue
             for inner in ast.walk(node):
-                names = (
-                    [inner.module or ""]
-                    if isinstance(inner, ast.ImportFrom)
-                    else [a.name for a in inner.names]
-                    if isinstance(inner, ast.Import)
-                    else []
-                )
+                names = imported_names(inner)
                 deferred += [f"{name}: {n}" for n in names if n.split(".")[0] in PROJECT]
     assert deferred == []
 
@@ -97,13 +100,6 @@ def test_dagster_internals_are_imported_by_one_module_only():
     importers = []
     for path in (ROOT / "ubunye_dagster").rglob("*.py"):
         for node in ast.walk(ast.parse(path.read_text())):
-            names = (
-                [node.module or ""]
-                if isinstance(node, ast.ImportFrom)
-                else [a.name for a in node.names]
-                if isinstance(node, ast.Import)
-                else []
-            )
-            if any(n.startswith("dagster._") for n in names):
+            if any(n.startswith("dagster._") for n in imported_names(node)):
                 importers.append(str(path.relative_to(ROOT)))
     assert sorted(set(importers)) == [str(INTERNALS.relative_to(ROOT))]

@@ -49,7 +49,7 @@ class Subject:
     model: str = "asset"
     partition_key: str | None = None
     partition_dimensions: Mapping[str, str] | None = None
-    time_window: tuple[Any, Any] | None = None
+    time_window: tuple[datetime, datetime] | None = None
     #: The ``ubunye/code_folder`` the asset was defined with (wins over the resource's).
     declared_code_folder: str | None = None
     #: The folder of the module defining the op's function.
