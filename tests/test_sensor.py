@@ -26,9 +26,7 @@ from ubunye_core.drift import INPUTS_CHANGED, INPUTS_UNKNOWN, SAME_INPUTS
 from ubunye_dagster import metadata as keys
 from ubunye_dagster.sensor import (
     CHECK_NAME,
-    CODE_VERSION_TAG,
     DRIFT_TAG,
-    INPUT_DATA_VERSION_TAG_PREFIX,
     NOTHING_NEW,
     DriftCursor,
     build_drift_sensor,
@@ -341,13 +339,6 @@ def test_strict_sources_judges_every_source_strictly(instance):
     sensor = build_drift_sensor([source], strict_sources=True)
     evaluation = evaluations_of(tick(sensor, instance, None), "ingested")[-1]
     assert not evaluation.passed and evaluation.severity == dg.AssetCheckSeverity.ERROR
-
-
-def test_our_tag_names_are_dagsters_input_data_version_tags():
-    from dagster._core.definitions import data_version
-
-    assert INPUT_DATA_VERSION_TAG_PREFIX == data_version.INPUT_DATA_VERSION_TAG_PREFIX + "/"
-    assert CODE_VERSION_TAG == data_version.CODE_VERSION_TAG
 
 
 @pytest.mark.parametrize(

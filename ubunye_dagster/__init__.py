@@ -10,6 +10,7 @@ from ubunye_core.drift import (
     SAME_INPUTS,
     SOURCE_EXPLANATION,
 )
+from ubunye_dagster.error_records import with_error_records
 from ubunye_dagster.expectations import (
     ExpectationError,
     ExpectationFailed,
@@ -42,4 +43,5 @@ __all__ = [
     "build_drift_sensor",
     "build_reproducibility_checks",
     "validate_declared_expectations",
+    "with_error_records",
 ]

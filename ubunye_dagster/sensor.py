@@ -12,22 +12,20 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import dagster as dg
-from dagster._core.definitions.asset_checks.asset_check_evaluation import (
-    AssetCheckEvaluationTargetMaterializationData,
-)
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from ubunye_core import drift
 from ubunye_dagster import metadata as metadata_keys
+from ubunye_dagster.dagster_internals import (
+    CODE_VERSION_TAG,
+    INPUT_DATA_VERSION_TAG_PREFIX,
+    AssetCheckEvaluationTargetMaterializationData,
+    UnresolvedAssetJobDefinition,
+)
 from ubunye_dagster.expectations import validate_declared_expectations
-
-if TYPE_CHECKING:
-    from dagster._core.definitions.unresolved_asset_job_definition import (
-        UnresolvedAssetJobDefinition,
-    )
 
 #: Name of the asset check the sensor reports on every watched asset.
 CHECK_NAME = "ubunye_reproducible"
@@ -41,11 +39,6 @@ ALERT_PARTITION_TAG = "ubunye/drift_partition"
 #: The skip message of a tick that found no new materialisation.
 NOTHING_NEW = "no new materialisations"
 
-#: Tags Dagster puts on a materialisation made in a step: the upstreams' data versions, one tag
-#: per upstream asset key ("<prefix>/<key>"). The step's code version tag is always there, so its
-#: absence means the materialisation was reported outside a step and says nothing of upstreams.
-INPUT_DATA_VERSION_TAG_PREFIX = "dagster/input_data_version/"
-CODE_VERSION_TAG = "dagster/code_version"
 
 #: Severity of a failed check by drift reason: non-determinism is an error, the others a warning.
 SEVERITY_BY_REASON: Mapping[str, dg.AssetCheckSeverity] = {
@@ -172,11 +165,12 @@ def evidence_from_metadata(
 
 
 def upstream_versions_from_tags(tags: Mapping[str, str]) -> dict[str, str] | None:
-    """`{upstream asset key: data version}` from a materialisation's tags; None when the
-    materialisation was not made in a step (Dagster then records no upstreams)."""
+    """`{upstream asset key: data version}` from a materialisation's tags (one tag per upstream,
+    `<prefix>/<asset key>`); None when the materialisation was not made in a step, which its
+    missing code version tag shows (Dagster then records no upstreams)."""
     if CODE_VERSION_TAG not in tags:
         return None
-    prefix = INPUT_DATA_VERSION_TAG_PREFIX
+    prefix = INPUT_DATA_VERSION_TAG_PREFIX + "/"
     return {name[len(prefix) :]: value for name, value in tags.items() if name.startswith(prefix)}
 
 
@@ -286,6 +280,39 @@ def tag_drifted_runs(
     return written
 
 
+def evaluate_drift_tick(
+    context: dg.SensorEvaluationContext,
+    settings: DriftSettings,
+    asset_keys: list[dg.AssetKey] | None,
+    *,
+    alert: bool,
+) -> dg.SensorResult:
+    """One tick of the drift sensor: judge what is new, tag and report what drifted."""
+    cursor = DriftCursor.parse(context.cursor)
+    findings, moved_to = judge_pending_materialisations(
+        context.instance, cursor, _with_definitions(settings, context), asset_keys
+    )
+    if moved_to == cursor:
+        return dg.SensorResult(skip_reason=NOTHING_NEW, cursor=cursor.dump())
+    tag_drifted_runs(context.instance, findings, settings.flag_reasons)
+    flagged = [f for f in findings if f.judgement.is_flagged(settings.flag_reasons)]
+    for finding in flagged:
+        context.log.warning(
+            f"{finding.asset_key.to_user_string()} drifted ({finding.judgement.reason}) in "
+            f"run {finding.run_id or '(no run)'}"
+        )
+    run_requests = [_alert_request(f) for f in flagged] if alert else []
+    return dg.SensorResult(
+        run_requests=run_requests,
+        # Without run requests Dagster records the tick as skipped; say what it did.
+        skip_reason=None
+        if run_requests
+        else f"judged {len(findings)} materialisation(s), {len(flagged)} flagged",
+        asset_events=[check_evaluation_for(f, settings.flag_reasons) for f in findings],
+        cursor=moved_to.dump(),
+    )
+
+
 def build_drift_sensor(
     assets: Iterable[CoercibleToWatchedAsset] | None = None,
     *,
@@ -305,7 +332,10 @@ def build_drift_sensor(
     materialisation tags its run `ubunye/drift=<reason>`, fails the `ubunye_reproducible` check
     and, when `alert_job` (a job definition or the name of one) is given, requests one run of it.
     `strict_sources` judges assets that read no asset strictly, as `ubunye/deterministic` does.
+    The watched assets' `ubunye/expectations` are validated here, as the definitions load.
     """
+    assets = None if assets is None else list(assets)
+    validate_declared_expectations(assets or ())
     settings = DriftSettings(
         flag_reasons=flag_reasons,
         strict_sources=strict_sources,
@@ -314,40 +344,10 @@ def build_drift_sensor(
         tick_time_budget_seconds=tick_time_budget_seconds,
         use_lineage_store=use_lineage_store,
     )
-    if assets is not None:
-        assets = list(assets)
-        validate_declared_expectations(assets)
     asset_keys = None if assets is None else watched_asset_keys(assets)
-    watching = (
-        "every asset with Ubunye metadata"
-        if asset_keys is None
-        else ", ".join(key.to_user_string() for key in asset_keys)
-    )
 
     def evaluate(context: dg.SensorEvaluationContext) -> dg.SensorResult:
-        cursor = DriftCursor.parse(context.cursor)
-        findings, moved_to = judge_pending_materialisations(
-            context.instance, cursor, _with_definitions(settings, context), asset_keys
-        )
-        if moved_to == cursor:
-            return dg.SensorResult(skip_reason=NOTHING_NEW, cursor=cursor.dump())
-        tag_drifted_runs(context.instance, findings, settings.flag_reasons)
-        flagged = [f for f in findings if f.judgement.is_flagged(settings.flag_reasons)]
-        for finding in flagged:
-            context.log.warning(
-                f"{finding.asset_key.to_user_string()} drifted ({finding.judgement.reason}) in "
-                f"run {finding.run_id or '(no run)'}"
-            )
-        run_requests = [_alert_request(f) for f in flagged] if alert_job is not None else []
-        return dg.SensorResult(
-            run_requests=run_requests,
-            # Without run requests Dagster records the tick as skipped; say what it did.
-            skip_reason=None
-            if run_requests
-            else f"judged {len(findings)} materialisation(s), {len(flagged)} flagged",
-            asset_events=[check_evaluation_for(f, settings.flag_reasons) for f in findings],
-            cursor=moved_to.dump(),
-        )
+        return evaluate_drift_tick(context, settings, asset_keys, alert=alert_job is not None)
 
     return dg.SensorDefinition(
         name=name,
@@ -355,12 +355,19 @@ def build_drift_sensor(
         minimum_interval_seconds=minimum_interval_seconds,
         description=(
             "Ubunye drift sensor: flags materialisations whose data changed while code and "
-            f"environment did not. Watching: {watching}. Flags: {', '.join(settings.flag_reasons)}."
+            f"environment did not. Watching: {_watching(asset_keys)}. "
+            f"Flags: {', '.join(settings.flag_reasons)}."
         ),
         job=None if isinstance(alert_job, str) else alert_job,
         job_name=alert_job if isinstance(alert_job, str) else None,
         default_status=default_status,
     )
+
+
+def _watching(asset_keys: list[dg.AssetKey] | None) -> str:
+    if asset_keys is None:
+        return "every asset with Ubunye metadata"
+    return ", ".join(key.to_user_string() for key in asset_keys)
 
 
 def build_reproducibility_checks(
