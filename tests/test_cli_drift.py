@@ -322,3 +322,66 @@ def test_the_cli_verdict_equals_the_sensor_verdict_on_the_same_records(capsys, t
     assert drift["outcome"] == judgement.outcome()
     assert drift["inputs_moved"] == list(judgement.moved_inputs)
     assert drift["inputs_unknown"] == list(judgement.unknown_inputs)
+
+
+# --- records the IO manager writes: the same evidence as the sensor's tags -------------------
+
+
+def test_compare_on_io_manager_records_gives_the_sensors_verdict_for_dagster_upstreams(
+    capsys, tmp_path
+):
+    import random
+
+    import pandas as pd
+
+    from ubunye_dagster import UbunyeIOManager, UbunyeResource
+    from ubunye_dagster.sensor import DriftCursor, DriftSettings, judge_pending_materialisations
+
+    published = {"version": "v1"}
+
+    @dg.observable_source_asset(name="feed")
+    def feed() -> dg.DataVersion:
+        return dg.DataVersion(published["version"])
+
+    # No return annotations: this module's annotations are strings Dagster cannot resolve here.
+    @dg.asset(key=["shop", "totals"], deps=[feed])
+    def totals():
+        return pd.DataFrame({"total": [random.random()]})
+
+    @dg.asset(key=["shop", "ingested"], metadata={"ubunye/deterministic": True})
+    def ingested():
+        return pd.DataFrame({"x": [random.random()]})
+
+    manager = UbunyeIOManager(
+        base_path=str(tmp_path / "data"), ubunye=UbunyeResource(usecase_dir=str(tmp_path))
+    )
+    defs = dg.Definitions(
+        assets=[feed, totals, ingested],
+        jobs=[dg.define_asset_job("observe_feed", selection=[feed])],
+        resources={"io_manager": manager},
+    )
+    with dg.instance_for_test() as instance:
+        for version in ("v1", "v2"):
+            published["version"] = version
+            assert defs.resolve_job_def("observe_feed").execute_in_process(instance=instance)
+            for asset in (totals, ingested):
+                result = dg.materialize(
+                    [feed, totals, ingested],
+                    instance=instance,
+                    selection=[asset],
+                    resources={"io_manager": manager},
+                )
+                assert result.success
+        findings, _ = judge_pending_materialisations(
+            instance, DriftCursor(), DriftSettings(), [totals.key, ingested.key]
+        )
+    by_asset = {f.asset_key.to_user_string(): f.judgement for f in findings}
+    sensor_totals, sensor_ingested = by_asset["shop/totals"], by_asset["shop/ingested"]
+    assert sensor_totals.outcome() == "explained (inputs changed: feed)"
+    assert sensor_ingested.outcome() == "drift (same inputs)"
+    for key, judgement in (("shop/totals", sensor_totals), ("shop/ingested", sensor_ingested)):
+        code = main(
+            ["lineage", "compare", "-d", str(tmp_path), "--asset", key, "--json", "--drift"]
+        )
+        assert code == 0
+        assert json.loads(capsys.readouterr().out)["drift"][key]["outcome"] == judgement.outcome()

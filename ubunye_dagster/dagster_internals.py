@@ -225,6 +225,23 @@ def parent_keys(step_context: StepExecutionContext, asset_key: dg.AssetKey) -> s
     return None if node is None else {"/".join(key.path) for key in node.parent_keys}
 
 
+def upstream_data_versions(
+    step_context: StepExecutionContext, asset_key: dg.AssetKey
+) -> dict[str, str | None] | None:
+    """Each upstream of the asset (``a/b``) with the data version Dagster tags the asset's
+    materialisation with (read from the same cache, so record and tags agree); None for an
+    upstream never materialised or observed, and None in all when the job does not know it."""
+    node = _asset_node(step_context, asset_key)
+    if node is None:
+        return None
+    versions: dict[str, str | None] = {}
+    for key in sorted(node.parent_keys, key=lambda parent: parent.to_user_string()):
+        info = step_context.maybe_fetch_and_get_input_asset_version_info(key)
+        version = info.data_version if info is not None else None
+        versions[key.to_user_string()] = version.value if version is not None else None
+    return versions
+
+
 @dataclass(frozen=True)
 class ForeignInput:
     """An input of the step that an IO manager other than UbunyeIOManager loads."""

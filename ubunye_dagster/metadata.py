@@ -12,6 +12,7 @@ from typing import Any
 
 import dagster as dg
 
+from ubunye_core.drift import DETERMINISTIC_VARIABLE
 from ubunye_core.record import RunRecord, StepRecord
 
 DATA_HASH = "ubunye/data_hash"
@@ -99,6 +100,8 @@ def output_metadata(
         entries[ENVIRONMENT_HASH] = record.environment_hash
     if record.config_hash is not None:
         entries[CONFIG_HASH] = record.config_hash
+    if (record.variables or {}).get(DETERMINISTIC_VARIABLE) is True:
+        entries[DETERMINISTIC] = True
     entries[RECORD_PATH] = dg.MetadataValue.path(record_path)
     entries[TASK_PATH] = record.task_path
     entries[RUN_ID] = record.run_id
