@@ -416,17 +416,21 @@ def _text_or_none(value: Any) -> str | None:
     return text or None
 
 
-def inputs_from_document(value: Any) -> dict[str, InputDigest] | None:
-    """Parse an inputs document `{name: {asset_key, data_hash, row_count, hash_error}}` (a
-    mapping or its JSON text); None when absent or unreadable."""
-    if value is None:
-        return None
+def _mapping_or_json(value: Any) -> Mapping[str, Any] | None:
+    """A mapping given as itself or as its JSON text; None for anything else."""
     if isinstance(value, str):
         try:
             value = json.loads(value)
         except json.JSONDecodeError:
             return None
-    if not isinstance(value, Mapping):
+    return value if isinstance(value, Mapping) else None
+
+
+def inputs_from_document(value: Any) -> dict[str, InputDigest] | None:
+    """Parse an inputs document `{name: {asset_key, data_hash, row_count, hash_error}}` (a
+    mapping or its JSON text); None when absent or unreadable."""
+    value = _mapping_or_json(value)
+    if value is None:
         return None
     inputs: dict[str, InputDigest] = {}
     for name, entry in value.items():
@@ -440,12 +444,8 @@ def upstream_versions_from(value: Any) -> dict[str, str | None] | None:
     """Upstream data versions `{asset key: version}` (a mapping or its JSON text); a version
     Dagster writes for an upstream it knows nothing about (`INITIAL`, `NULL`, `UNKNOWN`) counts
     as none. None when absent or unreadable."""
-    if isinstance(value, str):
-        try:
-            value = json.loads(value)
-        except json.JSONDecodeError:
-            return None
-    if not isinstance(value, Mapping):
+    value = _mapping_or_json(value)
+    if value is None:
         return None
     return {
         str(key): None if version is None or str(version) in _PLACEHOLDER_VERSIONS else str(version)

@@ -24,9 +24,10 @@ from typing import Any, Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict, ValidationError, field_validator, model_validator
 
+from ubunye_dagster.metadata import EXPECTATIONS as EXPECTATIONS_KEY
+from ubunye_dagster.metadata import definition_metadata
+
 RULE_KINDS = ("not_null", "unique", "between", "one_of", "row_count")
-#: The asset metadata key the rules are declared under.
-EXPECTATIONS_KEY = "ubunye/expectations"
 
 
 class ExpectationError(ValueError):
@@ -180,20 +181,10 @@ def validate_declared_expectations(assets: Iterable[Any]) -> None:
     """Parse the ``ubunye/expectations`` of every asset definition or spec (or of every asset of
     a ``dg.Definitions``), so a malformed rule fails when the definitions load, not after the
     asset has computed. The error names the asset and the rule."""
-    import dagster as dg
-
-    items = (assets.assets or ()) if isinstance(assets, dg.Definitions) else assets
-    for item in items:
-        if isinstance(item, dg.AssetsDefinition):
-            metadata_by_key = item.metadata_by_key
-        elif isinstance(item, dg.AssetSpec):
-            metadata_by_key = {item.key: item.metadata}
-        else:
-            continue
-        for key, metadata in metadata_by_key.items():
-            declared = (metadata or {}).get(EXPECTATIONS_KEY)
-            if declared is not None:
-                parse_rules(declared, where=f"asset {key.to_user_string()}: {EXPECTATIONS_KEY}")
+    for key, metadata in definition_metadata(assets):
+        declared = metadata.get(EXPECTATIONS_KEY)
+        if declared is not None:
+            parse_rules(declared, where=f"asset {key.to_user_string()}: {EXPECTATIONS_KEY}")
 
 
 def _refuse_unknown_keys(entry: Any, where: str) -> None:

@@ -7,7 +7,7 @@ that is not known is left out (never filled with a stand-in): a failed hash show
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 import dagster as dg
@@ -46,6 +46,26 @@ EXPECTATIONS = "ubunye/expectations"
 DETERMINISTIC = "ubunye/deterministic"
 #: Asset definition metadata: the folder (or ``.py`` file) whose code is hashed into code_hash.
 CODE_FOLDER = "ubunye/code_folder"
+
+
+def definition_metadata(
+    assets: dg.Definitions | Iterable[Any],
+) -> Iterator[tuple[dg.AssetKey, Mapping[str, Any]]]:
+    """Each asset key with the metadata it was defined with, from asset definitions and specs
+    (or every asset of a ``dg.Definitions``); other items are passed over."""
+    items = (assets.assets or ()) if isinstance(assets, dg.Definitions) else assets
+    for item in items:
+        if isinstance(item, dg.AssetsDefinition):
+            for key, metadata in item.metadata_by_key.items():
+                yield key, metadata or {}
+        elif isinstance(item, dg.AssetSpec):
+            yield item.key, item.metadata or {}
+
+
+def declared_true(metadata: Mapping[str, Any], key: str) -> bool:
+    """True when definition metadata sets ``key`` to True (plain or as a metadata value)."""
+    value = metadata.get(key)
+    return getattr(value, "value", value) is True
 
 
 def column_schema(pairs: Sequence[tuple[str, str]]) -> dg.TableSchema:

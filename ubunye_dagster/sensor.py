@@ -177,18 +177,11 @@ def upstream_versions_from_tags(tags: Mapping[str, str]) -> dict[str, str] | Non
 def declared_deterministic(assets: Iterable[Any]) -> frozenset[str]:
     """Keys ("a/b") of the asset definitions and specs whose metadata says
     `ubunye/deterministic: True`."""
-    found: set[str] = set()
-    for item in assets:
-        if isinstance(item, dg.AssetsDefinition):
-            metadata_by_key = item.metadata_by_key
-        elif isinstance(item, dg.AssetSpec):
-            metadata_by_key = {item.key: item.metadata}
-        else:
-            continue
-        for key, metadata in metadata_by_key.items():
-            value = (metadata or {}).get(metadata_keys.DETERMINISTIC)
-            if getattr(value, "value", value) is True:
-                found.add(key.to_user_string())
+    found = {
+        key.to_user_string()
+        for key, metadata in metadata_keys.definition_metadata(assets)
+        if metadata_keys.declared_true(metadata, metadata_keys.DETERMINISTIC)
+    }
     return frozenset(found)
 
 

@@ -28,7 +28,7 @@ from ubunye_core import drift
 from ubunye_core.record import StepRecord
 from ubunye_dagster import dagster_internals as internals
 from ubunye_dagster.dagster_internals import StepExecutionContext
-from ubunye_dagster.metadata import DETERMINISTIC
+from ubunye_dagster.metadata import DETERMINISTIC, declared_true
 from ubunye_dagster.records import (
     OpenRecord,
     RecordPlace,
@@ -156,8 +156,7 @@ class StepSession:
         if versions is not None:
             variables[drift.UPSTREAM_VERSIONS_VARIABLE] = versions
         facts = internals.asset_facts(self.step_context, asset_key)
-        declared = facts.metadata.get(DETERMINISTIC)
-        if getattr(declared, "value", declared) is True:
+        if declared_true(facts.metadata, DETERMINISTIC):
             variables[drift.DETERMINISTIC_VARIABLE] = True
 
 
