@@ -778,7 +778,9 @@ def test_a_changed_run_config_written_by_the_io_manager_explains_only_the_asset_
     # No annotations: this module's annotations are strings, which Dagster cannot resolve here.
     @dg.asset(config_schema={"factor": float})
     def scaled(context, base_prices):
-        return base_prices.assign(price=base_prices["price"] * context.op_config["factor"])
+        return base_prices.assign(
+            price=base_prices["price"] * context.op_execution_context.op_config["factor"]
+        )
 
     resources = {
         "io_manager": UbunyeIOManager(
