@@ -92,6 +92,11 @@ SPELLINGS = {
         "commit 2fd4e1c67a2d28fced849ee1bb76e7391b93eb12 failed",
         "commit 2fd4e1c67a2d28fced849ee1bb76e7391b93eb12 failed",
     ),
+    "partition key in prose is not a secret": (
+        "partition key: 2024-01-31 is missing",
+        "partition key: 2024-01-31 is missing",
+    ),
+    "a bare key is": ("key: abc123 rejected", "key: *** rejected"),
     "partition key is not a secret": (
         "partition_key=2024-01-31 missing",
         "partition_key=2024-01-31 missing",

@@ -186,10 +186,19 @@ def _masked_pair(match: re.Match[str]) -> str:
     return head + MASK
 
 
+def _with_word_before(match: re.Match[str]) -> str:
+    """The name, with the word before it when it is a bare ``key`` (``partition key: x``)."""
+    name = match.group("name").lstrip("-")
+    if name.lower() not in ("key", "keys"):
+        return name
+    before = match.string[: match.start()].split()
+    return f"{before[-1]} {name}" if before else name
+
+
 def _masked_assignment(match: re.Match[str]) -> str:
     name, sep = match.group("name"), match.group("sep")
     if (
-        not is_secret_name(name.lstrip("-"))
+        not is_secret_name(_with_word_before(match))
         or _EXCEPTION_NAME.search(name)
         or _already_masked(match)
     ):
