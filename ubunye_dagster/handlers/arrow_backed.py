@@ -11,6 +11,7 @@ from abc import abstractmethod
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
+from ubunye_core.hashing import arrow_schema_pairs
 from ubunye_core.hashing.digest import Fingerprint
 from ubunye_dagster.expectations import ArrowRuleCounter, RuleCounter
 from ubunye_dagster.handlers import arrow_files
@@ -52,8 +53,6 @@ class ArrowStagedWrite(StagedWrite):
         return self._fingerprint
 
     def schema_pairs(self) -> list[tuple[str, str]]:
-        from ubunye_core.hashing import arrow_schema_pairs
-
         try:
             table = self._hashed_view()
         except ValueError:  # an index only pandas prepares: the table's own columns
@@ -70,6 +69,7 @@ class ArrowStagedWrite(StagedWrite):
 
     def commit(self, notes: Mapping[str, str]) -> None:
         with self.write_watch.timing():
+            notes = {**notes, **arrow_files.row_count_note(self.table)}
             arrow_files.write_table_atomically(self.table, self.path, notes)
 
     def discard(self) -> None:
@@ -81,6 +81,7 @@ def load_arrow(path: Any, convert: Any) -> LoadedFrame:
     started = time.perf_counter()
     table = arrow_files.read_table(path)
     notes = arrow_files.stored_notes(table, path)
+    table = arrow_files.with_noted_row_count(table, notes)
     frame = convert(table)
     seconds = time.perf_counter() - started
     writer = notes.get(WRITER_KEY)
