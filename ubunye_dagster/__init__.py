@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from ubunye_core.drift import DRIFT_REASONS, INPUTS_CHANGED, INPUTS_UNKNOWN, SAME_INPUTS
+from ubunye_dagster.expectation_checks import build_expectation_checks
 from ubunye_dagster.expectations import ExpectationError, ExpectationFailed
 from ubunye_dagster.io_manager import UbunyeIOManager, UnverifiedReadError
 from ubunye_dagster.resource import Receipt, UbunyeResource
@@ -27,5 +28,6 @@ __all__ = [
     "UbunyeResource",
     "UnverifiedReadError",
     "build_drift_sensor",
+    "build_expectation_checks",
     "build_reproducibility_checks",
 ]
