@@ -14,7 +14,9 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
+import dagster as dg
 import jsonschema
+import pandas as pd
 import pyarrow as pa
 import pytest
 from openlineage.client.event_v2 import InputDataset, Job, OutputDataset, Run, RunEvent, RunState
@@ -37,6 +39,7 @@ from ubunye_core.openlineage_events import (
     emit_run_events,
 )
 from ubunye_core.record import RunRecord, StepRecord
+from ubunye_dagster import UbunyeIOManager, UbunyeResource
 
 FACET_SCHEMA = Path(__file__).parent.parent / "docs" / "openlineage" / "UbunyeReceiptRunFacet.json"
 ORDERS = pa.table({"id": [1, 2, 3], "amount": [9.5, 3.25, None]})
@@ -303,3 +306,46 @@ def test_the_receipt_facet_matches_its_published_schema(tmp_path):
     assert facet["_schemaURL"] == RECEIPT_FACET_SCHEMA_URL
     assert RECEIPT_FACET_SCHEMA_URL.split("#")[0] == schema["$id"]
     assert base_ref["$ref"].endswith("#/$defs/RunFacet")
+
+
+def test_each_materialisation_emits_its_run_events_through_dagster(
+    tmp_path, collector, monkeypatch
+):
+    monkeypatch.setenv("OPENLINEAGE_URL", collector.url)
+    frame = pd.DataFrame({"id": [1, 2, 3], "amount": [9.5, 3.25, 1.0]})
+
+    @dg.asset(group_name="sales")
+    def orders() -> pd.DataFrame:
+        return frame
+
+    @dg.asset(group_name="sales", metadata={"ubunye/expectations": [{"row_count": {"min": 9}}]})
+    def big_orders(orders: pd.DataFrame) -> pd.DataFrame:
+        return orders
+
+    manager = UbunyeIOManager(
+        base_path=str(tmp_path / "data"), ubunye=UbunyeResource(usecase_dir=str(tmp_path))
+    )
+    result = dg.materialize(
+        [orders, big_orders], resources={"io_manager": manager}, raise_on_error=False
+    )
+
+    events = assert_valid_events(collector)
+    by_job = {(e["job"]["name"], e["eventType"]): e for e in events}
+    assert set(by_job) == {
+        ("sales/orders", "START"),
+        ("sales/orders", "COMPLETE"),
+        ("sales/big_orders", "START"),
+        ("sales/big_orders", "FAIL"),
+    }
+    complete = by_job[("sales/orders", "COMPLETE")]
+    (written,) = complete["outputs"]
+    assert written["namespace"] == "file"
+    assert written["name"] == str(tmp_path / "data" / "orders.parquet")
+    assert written["facets"]["version"]["datasetVersion"] == fingerprint(frame).data_hash
+    assert [f["name"] for f in written["facets"]["schema"]["fields"]] == ["id", "amount"]
+    receipt = complete["run"]["facets"][RECEIPT_FACET_KEY]
+    assert receipt["recordRunId"] == result.run_id
+    assert Path(receipt["recordPath"]).is_file()
+    failed = by_job[("sales/big_orders", "FAIL")]
+    assert [d["name"] for d in failed["inputs"]] == [written["name"]]
+    assert "expectations failed" in failed["run"]["facets"]["errorMessage"]["message"]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from ubunye_core.drift import DRIFT_REASONS, INPUTS_CHANGED, INPUTS_UNKNOWN, SAME_INPUTS
+from ubunye_dagster.error_records import with_error_records
 from ubunye_dagster.expectation_checks import build_expectation_checks
 from ubunye_dagster.expectations import ExpectationError, ExpectationFailed
 from ubunye_dagster.io_manager import UbunyeIOManager, UnverifiedReadError
@@ -13,6 +14,7 @@ from ubunye_dagster.sensor import (
     build_drift_sensor,
     build_reproducibility_checks,
 )
+from ubunye_dagster.wrapped_io_manager import ReceiptIOManager, with_receipts
 
 __all__ = [
     "CHECK_NAME",
@@ -24,10 +26,13 @@ __all__ = [
     "ExpectationError",
     "ExpectationFailed",
     "Receipt",
+    "ReceiptIOManager",
     "UbunyeIOManager",
     "UbunyeResource",
     "UnverifiedReadError",
     "build_drift_sensor",
     "build_expectation_checks",
     "build_reproducibility_checks",
+    "with_error_records",
+    "with_receipts",
 ]

@@ -17,6 +17,9 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from ubunye_core.hashing import fingerprint, fingerprint_arrow
+from ubunye_core.hashing.fingerprint import failed_fingerprint
+from ubunye_core.hashing.frames import pandas_columns_as_spark_types
 from ubunye_dagster.handlers.base import SIDECAR_NAME
 
 #: Prefix of temporary names; never a materialisation's own name.
@@ -178,8 +181,6 @@ def pandas_view(table: pa.Table) -> pa.Table:
     timestamp is cut to microseconds. Raises ValueError for an index that is partly named,
     which only the pandas path itself prepares faithfully.
     """
-    from ubunye_core.hashing.frames import pandas_columns_as_spark_types
-
     named, unnamed = _index_field_names(table)
     if named and unnamed:
         raise ValueError("an index with named and unnamed levels")
@@ -201,16 +202,12 @@ def fingerprint_stored(table: pa.Table, writer: str | None, view: pa.Table | Non
 
     ``view`` is ``hashed_view(table, writer)`` when the caller has prepared it already.
     """
-    from ubunye_core.hashing import fingerprint, fingerprint_arrow
-
     if view is None:
         try:
             view = hashed_view(table, writer)
         except ValueError:
             return fingerprint(table.to_pandas())
         except Exception as exc:  # the honest-failure path of the hash itself
-            from ubunye_core.hashing.fingerprint import failed_fingerprint
-
             return failed_fingerprint(table, exc)
     return fingerprint_arrow(view)
 
