@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import os
 import shlex
 import sys
 import time
 
-from example_project.paths import data_dir, example_home
+from example_project.paths import OPENLINEAGE_CONFIG, data_dir, example_home
 from example_project.run import TRACED_ASSET, materialise_all, open_instance, trace_command
 from ubunye_core.cli import main as ubunye_dagster_cli
 
@@ -14,6 +15,8 @@ from ubunye_core.cli import main as ubunye_dagster_cli
 def main() -> int:
     """Run the example end to end in this process; the trace command's exit code."""
     home = example_home()
+    if not any(name in os.environ for name in ("OPENLINEAGE_CONFIG", "OPENLINEAGE_URL")):
+        os.environ["OPENLINEAGE_CONFIG"] = str(OPENLINEAGE_CONFIG)
     started = time.perf_counter()
     print(f"Materialising the example shop into {home} ...", flush=True)
     with open_instance() as instance:

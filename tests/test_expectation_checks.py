@@ -133,3 +133,37 @@ def test_a_rule_name_dagster_cannot_take_is_an_error_naming_the_rule():
 
 def test_assets_without_rules_declare_no_checks():
     assert build_expectation_checks([unchecked, order_total]) == []
+
+
+DAYS = dg.DailyPartitionsDefinition(start_date="2026-01-01", end_date="2026-01-03")
+
+
+@dg.asset(partitions_def=DAYS, metadata={"ubunye/expectations": [{"row_count": {"min": 2}}]})
+def daily_orders(context) -> pd.DataFrame:
+    rows = 2 if context.partition_key == "2026-01-01" else 1
+    return pd.DataFrame({"day": [context.partition_key] * rows})
+
+
+def test_checks_judge_the_runs_partition_and_an_unpartitioned_asset_in_that_run(tmp_path, instance):
+    ROWS["amount"] = [10.0, 3.5, 7.25]
+    assets = [orders, daily_orders]
+    manager = UbunyeIOManager(
+        base_path=str(tmp_path / "data"), ubunye=UbunyeResource(usecase_dir=str(tmp_path))
+    )
+    runs = {
+        day: dg.materialize(
+            [*assets, *build_expectation_checks(assets)],
+            resources={"io_manager": manager},
+            instance=instance,
+            partition_key=day,
+            raise_on_error=False,
+        )
+        for day in ("2026-01-01", "2026-01-02")
+    }
+
+    first = evaluations(instance, runs["2026-01-01"].run_id)
+    second = evaluations(instance, runs["2026-01-02"].run_id)
+    assert first["row_count"].passed and first["order_id_not_null"].passed
+    assert not second["row_count"].passed  # one row on the second day
+    assert second["order_id_not_null"].passed
+    assert second["order_id_not_null"].metadata["ubunye/run_id"].value == runs["2026-01-02"].run_id

@@ -74,11 +74,12 @@ def expectation_check_specs(assets: Iterable[Any]) -> list[dg.AssetCheckSpec]:
 
 
 def _latest_results(
-    context: dg.AssetCheckExecutionContext, key: dg.AssetKey
+    context: dg.AssetCheckExecutionContext, key: dg.AssetKey, partitioned: bool
 ) -> tuple[str | None, list[Mapping[str, Any]]]:
-    """Run id and expectation results of the latest materialisation of the asset (partition)."""
+    """Run id and expectation results of the latest materialisation of the asset (of the run's
+    partition, for a partitioned asset: an unpartitioned one may run in a partitioned run)."""
     op_context = context.op_execution_context
-    partition = op_context.partition_key if op_context.has_partition_key else None
+    partition = op_context.partition_key if partitioned and op_context.has_partition_key else None
     records = context.instance.fetch_materializations(
         dg.AssetRecordsFilter(asset_key=key, asset_partitions=[partition] if partition else None),
         limit=1,
@@ -112,14 +113,14 @@ def _result(
 
 
 def _checks_of_one_asset(
-    key: dg.AssetKey, specs: Sequence[dg.AssetCheckSpec], name: str
+    key: dg.AssetKey, specs: Sequence[dg.AssetCheckSpec], name: str, partitioned: bool
 ) -> dg.AssetChecksDefinition:
     severities = {spec.key: spec.metadata["ubunye/severity"] for spec in specs}
 
     @dg.multi_asset_check(specs=specs, name=name, can_subset=True)
     def _expectations(context) -> Iterator[dg.AssetCheckResult]:
         # No annotation on context: Dagster refuses the postponed (string) annotation.
-        run_id, results = _latest_results(context, key)
+        run_id, results = _latest_results(context, key, partitioned)
         by_rule = {entry.get("rule"): entry for entry in results}
         for check_key in sorted(context.selected_asset_check_keys, key=lambda k: k.name):
             yield _result(check_key, severities[check_key], by_rule.get(check_key.name), run_id)
@@ -140,7 +141,15 @@ def build_expectation_checks(
     by_asset: dict[dg.AssetKey, list[dg.AssetCheckSpec]] = {}
     for spec in expectation_check_specs(assets):
         by_asset.setdefault(spec.asset_key, []).append(spec)
+    partitioned = {
+        spec.key
+        for item in assets
+        for spec in (getattr(item, "specs", None) or [item])
+        if getattr(item, "partitions_def", None) or spec.partitions_def
+    }
     return [
-        _checks_of_one_asset(key, specs, f"{name_prefix}_{key.to_python_identifier()}")
+        _checks_of_one_asset(
+            key, specs, f"{name_prefix}_{key.to_python_identifier()}", key in partitioned
+        )
         for key, specs in by_asset.items()
     ]
