@@ -313,7 +313,7 @@ class UbunyeIOManager(dg.ConfigurableIOManager):
                 fp,
                 name=name,
                 direction="input",
-                format="parquet",
+                format=handler.storage,
                 location=str(path),
                 hash_seconds=seconds,
                 hash_basis=loaded.hash_basis,
@@ -324,14 +324,14 @@ class UbunyeIOManager(dg.ConfigurableIOManager):
             step = StepRecord(
                 name=name,
                 direction="input",
-                format="parquet",
+                format=handler.storage,
                 location=str(path),
                 source_note="not hashed: hash_inputs is off",
             )
         session.add_input(
             LoadedInput(step=step, asset_key=asset_text, input_name=context.name),
             read_seconds=round(loaded.read_seconds, 6),
-            reader=f"{handler.kind}-parquet",
+            reader=f"{handler.kind}-{handler.storage}",
         )
         if mismatch is not None:
             raise UnverifiedReadError(mismatch)
@@ -474,7 +474,7 @@ class _Write:
         seconds = self.staged.write_watch.seconds if self.staged is not None else 0.0
         if not committed and not seconds:
             return [transform]
-        step = f"Writer:{self.handler.kind}-parquet"
+        step = f"Writer:{self.handler.kind}-{self.handler.storage}"
         return [transform, {"step": step, "output": self.step_name, "seconds": round(seconds, 6)}]
 
     def output_step(self) -> StepRecord:
@@ -526,8 +526,23 @@ def _recorded_digest(
     context: dg.InputContext, asset_key: dg.AssetKey | None, partition_key: str | None
 ) -> tuple[str | None, str]:
     """The ``ubunye/data_hash`` of the asset's (partition's) latest materialisation in Dagster."""
-    if asset_key is None:
+    latest = latest_materialisation(context, asset_key, partition_key)
+    materialization = latest.asset_materialization if latest is not None else None
+    value = materialization.metadata.get(DATA_HASH) if materialization else None
+    digest = getattr(value, "value", value)
+    if not digest:
         return None, ""
+    return str(
+        digest
+    ), f"Dagster's materialisation of {asset_key.to_user_string()} (run {latest.run_id})"
+
+
+def latest_materialisation(
+    context: dg.InputContext, asset_key: dg.AssetKey | None, partition_key: str | None
+) -> dg.EventLogRecord | None:
+    """The asset's (partition's) latest materialisation in Dagster, if it can be asked."""
+    if asset_key is None:
+        return None
     try:
         records = context.instance.fetch_materializations(
             dg.AssetRecordsFilter(
@@ -537,14 +552,5 @@ def _recorded_digest(
             limit=1,
         ).records
     except Exception:  # an instance that cannot be asked (a context built in a test)
-        return None, ""
-    if not records:
-        return None, ""
-    materialization = records[0].asset_materialization
-    value = materialization.metadata.get(DATA_HASH) if materialization else None
-    digest = getattr(value, "value", value)
-    if not digest:
-        return None, ""
-    return str(
-        digest
-    ), f"Dagster's materialisation of {asset_key.to_user_string()} (run {records[0].run_id})"
+        return None
+    return records[0] if records else None

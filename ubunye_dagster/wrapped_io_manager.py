@@ -26,11 +26,25 @@ from ubunye_dagster.expectations import RuleCounter
 from ubunye_dagster.handlers import FrameHandler, LoadedFrame, StagedWrite, default_handlers
 from ubunye_dagster.handlers.arrow_backed import ArrowBackedHandler, ArrowStagedWrite
 from ubunye_dagster.handlers.pyspark import SparkRuleCounter
-from ubunye_dagster.io_manager import UbunyeIOManager
+from ubunye_dagster.io_manager import UbunyeIOManager, latest_materialisation
+from ubunye_dagster.metadata import URI
 from ubunye_dagster.resource import UbunyeResource
 
-#: Output metadata keys an inner IO manager states where it stored the data under, best first.
-_LOCATION_KEYS = ("dagster/uri", "path", "dagster/table_name", "table_name")
+
+def stated_location(metadata: Mapping[str, Any]) -> str | None:
+    """Where output metadata says the data is: a URI or path as stated, a table as
+    ``<storage kind>:<table>`` (``duckdb:warehouse.duckdb.shop.orders``); None when silent."""
+
+    def text(key: str) -> str | None:
+        value = metadata.get(key)
+        return None if value is None else str(getattr(value, "value", value))
+
+    found = text(URI) or text("path")
+    if found:
+        return found
+    table = text("dagster/table_name") or text("table_name")
+    kind = text("dagster/storage_kind")
+    return f"{kind}:{table}" if table and kind else table
 
 
 class InMemoryRows:
@@ -73,9 +87,11 @@ class _SparkRows:
 class HandOver(StagedWrite):
     """An object hashed and checked in memory; committing hands it to the inner IO manager."""
 
-    def __init__(self, rows: InMemoryRows, inner: dg.IOManager, context: Any, obj: Any, where: str):
+    def __init__(
+        self, rows: InMemoryRows, inner: dg.IOManager, context: Any, obj: Any, where: str, name: str
+    ):
         super().__init__(location=where)
-        self.format = type(inner).__name__
+        self.format = name
         self.rows = rows
         self.inner = inner
         self.context = context
@@ -95,12 +111,7 @@ class HandOver(StagedWrite):
         # record of the materialisation instead.
         with self.write_watch.timing():
             self.inner.handle_output(self.context, self.obj)
-        stated = self.context.get_logged_metadata()
-        for key in _LOCATION_KEYS:
-            if key in stated:
-                value = stated[key]
-                self.location = str(getattr(value, "value", value))
-                break
+        self.location = stated_location(self.context.get_logged_metadata()) or self.location
 
     def discard(self) -> None:
         self.obj = None  # nothing was handed over
@@ -109,18 +120,19 @@ class HandOver(StagedWrite):
 class HandOverHandler(FrameHandler):
     """One frame library's rows, stored by the inner IO manager instead of as Parquet."""
 
-    def __init__(self, frames: FrameHandler, inner: dg.IOManager):
+    def __init__(self, frames: FrameHandler, inner: dg.IOManager, name: str):
         self.frames = frames
         self.inner = inner
         self.kind = frames.kind
         self.backend = frames.backend
+        self.storage = name
 
     def accepts_type(self, cls: type) -> bool:
         return self.frames.accepts_type(cls)
 
     def stage(self, obj: Any, path: Any, context: Any) -> StagedWrite:
         rows = InMemoryRows(self.frames, obj, str(path))
-        return HandOver(rows, self.inner, context, obj, str(path))
+        return HandOver(rows, self.inner, context, obj, str(path), self.storage)
 
     def load(self, path: Any, context: Any, as_type: type | None = None) -> LoadedFrame:
         raise NotImplementedError("loads go through ReceiptIOManager._load")
@@ -143,10 +155,11 @@ class Preloaded:
 class _PreloadedReader(FrameHandler):
     """Hashes an object the inner IO manager already loaded, as its own library's frames."""
 
-    def __init__(self, frames: FrameHandler):
+    def __init__(self, frames: FrameHandler, storage: str):
         self.frames = frames
         self.kind = frames.kind
         self.backend = frames.backend
+        self.storage = storage
 
     def accepts_type(self, cls: type) -> bool:
         return self.frames.accepts_type(cls)
@@ -169,15 +182,18 @@ class ReceiptIOManager(UbunyeIOManager):
     :func:`with_receipts`."""
 
     _inner: Any = PrivateAttr(default=None)
+    _name: str = PrivateAttr(default="")
 
-    def wrapping(self, inner: dg.IOManager) -> ReceiptIOManager:
-        """This manager around ``inner`` (an initialised IO manager)."""
+    def wrapping(self, inner: dg.IOManager, name: str | None = None) -> ReceiptIOManager:
+        """This manager around ``inner`` (an initialised IO manager), named ``name`` in receipts
+        (default: its class name)."""
         self._inner = inner
+        self._name = name or type(inner).__name__
         return self
 
     def _where(self, parts: list[str]) -> str:
         """Where the inner IO manager keeps something, until it states it (``Name:a/b[/p]``)."""
-        return f"{type(self._inner).__name__}:{'/'.join(parts)}"
+        return f"{self._name}:{'/'.join(parts)}"
 
     def _asset_path(self, asset_key: dg.AssetKey, partition_key: str | None) -> Any:
         extra = [] if partition_key is None else [str(partition_key)]
@@ -189,7 +205,7 @@ class ReceiptIOManager(UbunyeIOManager):
     def handlers(self) -> list[FrameHandler]:
         if self._handler_list is None:
             self._handler_list = [
-                HandOverHandler(frames, self._inner)
+                HandOverHandler(frames, self._inner, self._name)
                 for frames in default_handlers(self.spark_resource_key)
             ]
         return self._handler_list
@@ -202,16 +218,12 @@ class ReceiptIOManager(UbunyeIOManager):
         keys = (
             list(context.asset_partition_keys) if asset_key and context.has_asset_partitions else []
         )
-        if asset_key is None:
-            where = self._op_path(context.upstream_output.get_identifier())
-        else:
-            where = self._asset_path(asset_key, keys[0] if len(keys) == 1 else None)
         if len(keys) > 1 and isinstance(loaded, Mapping) and set(loaded) <= set(keys):
             return {
                 key: self._load_one(
                     context,
                     session,
-                    Preloaded(frame, self._asset_path(asset_key, key), seconds),
+                    Preloaded(frame, self._input_location(context, asset_key, key), seconds),
                     f"{context.name}[{key}]",
                     asset_key,
                     key,
@@ -219,18 +231,30 @@ class ReceiptIOManager(UbunyeIOManager):
                 )
                 for key, frame in loaded.items()
             }
-        preloaded = Preloaded(loaded, where, seconds, verifiable=len(keys) <= 1)
         partition = keys[0] if len(keys) == 1 else None
+        where = self._input_location(context, asset_key, partition)
+        preloaded = Preloaded(loaded, where, seconds, verifiable=len(keys) <= 1)
         return self._load_one(
             context, session, preloaded, context.name, asset_key, partition, wanted
         )
 
+    def _input_location(
+        self, context: dg.InputContext, asset_key: dg.AssetKey | None, partition: str | None
+    ) -> str:
+        """Where the writer's receipt says the input is, else where the inner keeps it."""
+        if asset_key is None:
+            return self._op_path(context.upstream_output.get_identifier())
+        latest = latest_materialisation(context, asset_key, partition)
+        materialization = latest.asset_materialization if latest is not None else None
+        stated = stated_location(materialization.metadata) if materialization else None
+        return stated or self._asset_path(asset_key, partition)
+
     def _reader_for(self, path: Any, wanted: Any) -> FrameHandler:
         for frames in default_handlers(self.spark_resource_key):
             if frames.accepts(path.frame):
-                return _PreloadedReader(frames)
+                return _PreloadedReader(frames, self._name)
         raise TypeError(
-            f"{type(self._inner).__name__} loaded a {type(path.frame).__name__}, which rows-v1 "
+            f"{self._name} loaded a {type(path.frame).__name__}, which rows-v1 "
             "cannot hash (pandas, pyarrow, polars or Spark frames)"
         )
 
@@ -272,7 +296,7 @@ def with_receipts(
                 made = stack.enter_context(contextlib.contextmanager(lambda: made)())
             elif isinstance(made, contextlib.AbstractContextManager):
                 made = stack.enter_context(made)
-            manager = ReceiptIOManager(**settings).wrapping(made)
+            manager = ReceiptIOManager(**settings).wrapping(made, type(inner).__name__)
             yield manager
             manager.teardown_after_execution(init_context)
 

@@ -109,6 +109,8 @@ class FrameHandler(ABC):
     kind: ClassVar[str]
     #: The record's ``backend`` for steps that write with this handler.
     backend: ClassVar[str]
+    #: What the data is stored as, for the record's ``format`` and the timing names.
+    storage: ClassVar[str] = "parquet"
 
     @abstractmethod
     def accepts_type(self, cls: type) -> bool:
