@@ -92,26 +92,19 @@ def no_openlineage_settings(tmp_path, monkeypatch) -> None:
     monkeypatch.chdir(tmp_path)
 
 
+def step_of(table: pa.Table, name: str, direction: str, location: str) -> StepRecord:
+    """A Parquet step holding ``table``'s fingerprint."""
+    fp = fingerprint(table)
+    return StepRecord.from_fingerprint(
+        fp, name=name, direction=direction, format="parquet", location=location
+    )
+
+
 def finished_record(tmp_path: Path, status: str = "success") -> RunRecord:
     """A record of a run that read ``orders`` from disk and wrote ``result`` to S3."""
-    inputs = [
-        StepRecord.from_fingerprint(
-            fingerprint(ORDERS),
-            name="orders",
-            direction="input",
-            format="parquet",
-            location=str(tmp_path / "data" / "orders.parquet"),
-        )
-    ]
-    outputs = [
-        StepRecord.from_fingerprint(
-            fingerprint(TOTALS),
-            name="result",
-            direction="output",
-            format="parquet",
-            location="s3://shop-bucket/sales/totals.parquet",
-        )
-    ]
+    orders = str(tmp_path / "data" / "orders.parquet")
+    inputs = [step_of(ORDERS, "orders", "input", orders)]
+    outputs = [step_of(TOTALS, "result", "output", "s3://shop-bucket/sales/totals.parquet")]
     return RunRecord(
         run_id="4c6cbd7e-1f0a-4d5b-9d0e-3b1f2a9c8e71",
         task_path="dagster/sales/sales.totals",

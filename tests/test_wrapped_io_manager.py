@@ -61,7 +61,7 @@ class JsonLinesIOManager(dg.UPathIOManager):
         path.write_text(obj.to_json(orient="records", lines=True, date_format="iso"))
 
     def load_from_path(self, context: dg.InputContext, path: UPath) -> pd.DataFrame:
-        frame = pd.read_json(path, orient="records", lines=True, dtype=False, convert_dates=False)
+        frame = pd.read_json(path, orient="records", lines=True, dtype=False)
         if "day" in frame:
             frame["day"] = pd.to_datetime(frame["day"])
         return frame

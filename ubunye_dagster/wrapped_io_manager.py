@@ -19,13 +19,10 @@ from typing import Any
 import dagster as dg
 from pydantic import PrivateAttr
 
-from ubunye_core.hashing import fingerprint
-from ubunye_core.hashing.digest import Fingerprint
-from ubunye_core.hashing.spark import spark_schema_pairs
-from ubunye_dagster.expectations import RuleCounter
 from ubunye_dagster.handlers import FrameHandler, LoadedFrame, StagedWrite, default_handlers
 from ubunye_dagster.handlers.arrow_backed import ArrowBackedHandler, ArrowStagedWrite
-from ubunye_dagster.handlers.pyspark import SparkRuleCounter
+from ubunye_dagster.handlers.base import RowsOf
+from ubunye_dagster.handlers.pyspark import SparkRows
 from ubunye_dagster.io_manager import UbunyeIOManager, latest_materialisation
 from ubunye_dagster.metadata import URI
 from ubunye_dagster.resource import UbunyeResource
@@ -47,48 +44,19 @@ def stated_location(metadata: Mapping[str, Any]) -> str | None:
     return f"{kind}:{table}" if table and kind else table
 
 
-class InMemoryRows:
-    """A frame's rows as the hash and the rules see them, without storing anything."""
-
-    def __init__(self, handler: FrameHandler, obj: Any, location: str):
-        if isinstance(handler, ArrowBackedHandler):
-            self._view: Any = ArrowStagedWrite(handler.to_arrow(obj), location, handler.kind)
-        else:  # Spark: the DataFrame itself, hashed and counted where it lives
-            self._view = _SparkRows(obj)
-
-    def fingerprint(self) -> Fingerprint:
-        return self._view.fingerprint()
-
-    def schema_pairs(self) -> list[tuple[str, str]]:
-        return self._view.schema_pairs()
-
-    def rule_counter(self) -> RuleCounter:
-        return self._view.rule_counter()
+def rows_in_memory(handler: FrameHandler, obj: Any, location: str) -> Any:
+    """A frame's rows as the hash and the rules see them (``fingerprint``, ``schema_pairs``,
+    ``rule_counter``), without storing anything."""
+    if isinstance(handler, ArrowBackedHandler):
+        return ArrowStagedWrite(handler.to_arrow(obj), location, handler.kind)
+    return SparkRows(obj)  # Spark: the DataFrame itself, hashed and counted where it lives
 
 
-class _SparkRows:
-    def __init__(self, df: Any):
-        self.df = df
-        self._fingerprint: Fingerprint | None = None
-
-    def fingerprint(self) -> Fingerprint:
-        if self._fingerprint is None:
-            self._fingerprint = fingerprint(self.df)
-        return self._fingerprint
-
-    def schema_pairs(self) -> list[tuple[str, str]]:
-        return spark_schema_pairs(self.df)
-
-    def rule_counter(self) -> RuleCounter:
-        total = self._fingerprint.row_count if self._fingerprint is not None else None
-        return SparkRuleCounter(self.df, dict(self.schema_pairs()), total)
-
-
-class HandOver(StagedWrite):
+class HandOver(RowsOf, StagedWrite):
     """An object hashed and checked in memory; committing hands it to the inner IO manager."""
 
     def __init__(
-        self, rows: InMemoryRows, inner: dg.IOManager, context: Any, obj: Any, where: str, name: str
+        self, rows: Any, inner: dg.IOManager, context: Any, obj: Any, where: str, name: str
     ):
         super().__init__(location=where)
         self.format = name
@@ -96,15 +64,6 @@ class HandOver(StagedWrite):
         self.inner = inner
         self.context = context
         self.obj = obj
-
-    def fingerprint(self) -> Fingerprint:
-        return self.rows.fingerprint()
-
-    def schema_pairs(self) -> list[tuple[str, str]]:
-        return self.rows.schema_pairs()
-
-    def rule_counter(self) -> RuleCounter:
-        return self.rows.rule_counter()
 
     def commit(self, notes: Mapping[str, str]) -> None:
         # The inner IO manager keeps no notes of ours: reads are verified against Dagster's
@@ -115,27 +74,6 @@ class HandOver(StagedWrite):
 
     def discard(self) -> None:
         self.obj = None  # nothing was handed over
-
-
-class HandOverHandler(FrameHandler):
-    """One frame library's rows, stored by the inner IO manager instead of as Parquet."""
-
-    def __init__(self, frames: FrameHandler, inner: dg.IOManager, name: str):
-        self.frames = frames
-        self.inner = inner
-        self.kind = frames.kind
-        self.backend = frames.backend
-        self.storage = name
-
-    def accepts_type(self, cls: type) -> bool:
-        return self.frames.accepts_type(cls)
-
-    def stage(self, obj: Any, path: Any, context: Any) -> StagedWrite:
-        rows = InMemoryRows(self.frames, obj, str(path))
-        return HandOver(rows, self.inner, context, obj, str(path), self.storage)
-
-    def load(self, path: Any, context: Any, as_type: type | None = None) -> LoadedFrame:
-        raise NotImplementedError("loads go through ReceiptIOManager._load")
 
 
 @dataclass
@@ -152,23 +90,26 @@ class Preloaded:
         return self.location
 
 
-class _PreloadedReader(FrameHandler):
-    """Hashes an object the inner IO manager already loaded, as its own library's frames."""
+class InnerStorageHandler(FrameHandler):
+    """One frame library's rows, stored and loaded by the inner IO manager instead of as
+    Parquet: staging hashes them in memory, loading hashes what the inner IO manager loaded."""
 
-    def __init__(self, frames: FrameHandler, storage: str):
+    def __init__(self, frames: FrameHandler, inner: dg.IOManager, name: str):
         self.frames = frames
+        self.inner = inner
         self.kind = frames.kind
         self.backend = frames.backend
-        self.storage = storage
+        self.storage = name
 
     def accepts_type(self, cls: type) -> bool:
         return self.frames.accepts_type(cls)
 
     def stage(self, obj: Any, path: Any, context: Any) -> StagedWrite:
-        raise NotImplementedError("writes go through HandOverHandler")
+        rows = rows_in_memory(self.frames, obj, str(path))
+        return HandOver(rows, self.inner, context, obj, str(path), self.storage)
 
-    def load(self, path: Any, context: Any, as_type: type | None = None) -> LoadedFrame:
-        rows = InMemoryRows(self.frames, path.frame, path.location)
+    def load(self, path: Preloaded, context: Any, as_type: type | None = None) -> LoadedFrame:
+        rows = rows_in_memory(self.frames, path.frame, path.location)
         return LoadedFrame(
             frame=path.frame,
             read_seconds=path.read_seconds,
@@ -205,7 +146,7 @@ class ReceiptIOManager(UbunyeIOManager):
     def handlers(self) -> list[FrameHandler]:
         if self._handler_list is None:
             self._handler_list = [
-                HandOverHandler(frames, self._inner, self._name)
+                InnerStorageHandler(frames, self._inner, self._name)
                 for frames in default_handlers(self.spark_resource_key)
             ]
         return self._handler_list
@@ -250,9 +191,9 @@ class ReceiptIOManager(UbunyeIOManager):
         return stated or self._asset_path(asset_key, partition)
 
     def _reader_for(self, path: Any, wanted: Any) -> FrameHandler:
-        for frames in default_handlers(self.spark_resource_key):
-            if frames.accepts(path.frame):
-                return _PreloadedReader(frames, self._name)
+        for handler in self.handlers():
+            if handler.accepts(path.frame):
+                return handler
         raise TypeError(
             f"{self._name} loaded a {type(path.frame).__name__}, which rows-v1 "
             "cannot hash (pandas, pyarrow, polars or Spark frames)"
