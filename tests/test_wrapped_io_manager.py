@@ -18,7 +18,8 @@ from upath import UPath
 
 from ubunye_core import fingerprint
 from ubunye_core.store import LineageStore
-from ubunye_dagster import UbunyeResource, UnverifiedReadError, with_receipts
+from ubunye_dagster import SAME_INPUTS, UbunyeResource, UnverifiedReadError, with_receipts
+from ubunye_dagster.sensor import DriftCursor, DriftSettings, judge_pending_materialisations
 
 ORDERS = pd.DataFrame({"order_id": [1, 2, 3], "region": ["north", "south", "north"]})
 ORDERS["amount"] = [10.5, 3.25, 7.0]
@@ -245,3 +246,26 @@ def test_a_user_written_upath_io_manager_unpartitioned_round_trip_is_verified(tm
     (read,) = record(tmp_path, "by_region", result.run_id).inputs
     assert output.data_hash == read.data_hash == fingerprint(ORDERS).data_hash
     assert read.source_note.startswith("verified")
+
+
+def test_the_drift_sensor_judges_a_wrapped_io_managers_materialisations_the_same_way(
+    tmp_path, instance
+):
+    rows = {"amount": [1.0, 2.0]}
+
+    @dg.asset(name="orders")
+    def drifting() -> pd.DataFrame:
+        return pd.DataFrame({"order_id": [1, 2], "amount": rows["amount"]})
+
+    resources = {"io_manager": jsonl_io(tmp_path)}
+    for amounts in ([1.0, 2.0], [1.0, 2.0], [1.0, 2.5]):  # same code, no inputs: last one drifts
+        rows["amount"] = amounts
+        dg.materialize([drifting], resources=resources, instance=instance)
+
+    findings, _ = judge_pending_materialisations(
+        instance, DriftCursor(), DriftSettings(), [dg.AssetKey("orders")]
+    )
+
+    judgements = [finding.judgement for finding in findings]
+    assert [j.is_flagged() for j in judgements] == [False, False, True]
+    assert judgements[-1].drift_reason == SAME_INPUTS
