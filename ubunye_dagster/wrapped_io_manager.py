@@ -1,6 +1,6 @@
 """Receipts for any IO manager: ``with_receipts(inner)`` hashes what goes into and comes out of it.
 
-The inner IO manager (dagster-duckdb's, a ``UpathIOManager`` of your own, a warehouse's) stores
+The inner IO manager (dagster-duckdb's, a ``UPathIOManager`` of your own, a warehouse's) stores
 and loads the data as it always has. Around it, every object handed to it is hashed (rows-v1) and
 checked against the asset's expectations before it is stored, every object it loads is hashed
 after it is loaded and verified against the digest recorded when it was written, and each
