@@ -80,6 +80,21 @@ class StagedWrite(ABC):
         """Leave nothing of this write behind; the previous data stays as it was."""
 
 
+class RowsOf:
+    """A staged write whose rows' hash, schema and rule counts are those of ``self.rows``."""
+
+    rows: Any
+
+    def fingerprint(self) -> Fingerprint:
+        return self.rows.fingerprint()
+
+    def schema_pairs(self) -> list[tuple[str, str]]:
+        return self.rows.schema_pairs()
+
+    def rule_counter(self) -> RuleCounter:
+        return self.rows.rule_counter()
+
+
 @dataclass
 class LoadedFrame:
     """One stored materialisation loaded for a step: the frame and how to hash what was read."""
@@ -109,6 +124,8 @@ class FrameHandler(ABC):
     kind: ClassVar[str]
     #: The record's ``backend`` for steps that write with this handler.
     backend: ClassVar[str]
+    #: What the data is stored as, for the record's ``format`` and the timing names.
+    storage: ClassVar[str] = "parquet"
 
     @abstractmethod
     def accepts_type(self, cls: type) -> bool:
