@@ -4,16 +4,15 @@ names and bytes in sorted order, and nothing else."""
 from __future__ import annotations
 
 import hashlib
-import io
 
 import blake3
 import fsspec
 import pytest
 
 from ubunye_core.byte_digest import (
-    HashingSink,
     algorithm_of,
     bytes_digest,
+    file_digest,
     folder_digest,
     is_data_file,
 )
@@ -37,14 +36,9 @@ def test_a_file_digest_is_blake3_of_its_bytes_as_b3sum_writes_it():
     assert bytes_digest(b"rows", "sha256") == "sha256:" + hashlib.sha256(b"rows").hexdigest()
 
 
-def test_the_hashing_sink_digests_exactly_what_it_passes_on():
-    raw = io.BytesIO()
-    sink = HashingSink(raw)
-    for chunk in (b"PAR1", memoryview(b"middle"), bytearray(b"PAR1")):
-        sink.write(chunk)
-    assert raw.getvalue() == b"PAR1middlePAR1"
-    assert sink.tell() == 14
-    assert sink.digest() == bytes_digest(raw.getvalue())
+def test_a_file_read_from_its_file_system_digests_like_its_bytes(tmp_path):
+    (tmp_path / "one.parquet").write_bytes(b"PAR1" * 5_000_000)
+    assert file_digest(LOCAL, str(tmp_path / "one.parquet")) == bytes_digest(b"PAR1" * 5_000_000)
 
 
 def test_an_unknown_algorithm_is_refused_by_name():

@@ -59,7 +59,8 @@ def test_a_failed_write_leaves_the_previous_materialisation_readable(tmp_path, m
     before = pd.read_parquet(target)
 
     def write_half_then_fail(table, sink):
-        sink.write(b"PAR1 half a file")
+        with open(sink, "wb") as handle:
+            handle.write(b"PAR1 half a file")
         raise OSError("disk full")
 
     monkeypatch.setattr(arrow_files, "_write_parquet", write_half_then_fail)

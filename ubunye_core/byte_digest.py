@@ -16,7 +16,6 @@ machine); a ``sha256:`` digest is checked as well.
 from __future__ import annotations
 
 import hashlib
-import io
 import posixpath
 from typing import Any
 
@@ -54,37 +53,6 @@ def bytes_digest(data: bytes | memoryview, algorithm: str = DEFAULT_ALGORITHM) -
     return f"{algorithm}:{hasher.hexdigest()}"
 
 
-class HashingSink(io.RawIOBase):
-    """A writable file object that hashes every byte it passes on to ``raw``."""
-
-    def __init__(self, raw: Any, algorithm: str = DEFAULT_ALGORITHM):
-        super().__init__()
-        self.raw = raw
-        self.algorithm = algorithm
-        self._hasher = new_hasher(algorithm)
-        self._position = 0
-
-    def writable(self) -> bool:
-        return True
-
-    def write(self, data: Any) -> int:
-        view = memoryview(data)
-        self._hasher.update(view)
-        self.raw.write(view)
-        self._position += view.nbytes
-        return view.nbytes
-
-    def tell(self) -> int:
-        return self._position
-
-    def flush(self) -> None:
-        self.raw.flush()
-
-    def digest(self) -> str:
-        """The digest of everything written so far."""
-        return f"{self.algorithm}:{self._hasher.hexdigest()}"
-
-
 def is_data_file(relative: str) -> bool:
     """True when a file at ``relative`` (inside a folder) holds data readers load."""
     return not any(part.startswith((".", "_")) for part in relative.split("/"))
@@ -102,7 +70,18 @@ def folder_digest(fs: Any, root: str, algorithm: str = DEFAULT_ALGORITHM) -> str
     for relative in sorted(files):
         size = fs.size(files[relative])
         hasher.update(f"{relative}\0{size}\0".encode())
-        with fs.open(files[relative], "rb") as handle:
-            while chunk := handle.read(_CHUNK):
-                hasher.update(chunk)
+        _hash_file(hasher, fs, files[relative])
     return f"{algorithm}:{hasher.hexdigest()}"
+
+
+def file_digest(fs: Any, path: str, algorithm: str = DEFAULT_ALGORITHM) -> str:
+    """The digest of one file on the fsspec file system ``fs``, read in chunks."""
+    hasher = new_hasher(algorithm)
+    _hash_file(hasher, fs, path)
+    return f"{algorithm}:{hasher.hexdigest()}"
+
+
+def _hash_file(hasher: Any, fs: Any, path: str) -> None:
+    with fs.open(path, "rb") as handle:
+        while chunk := handle.read(_CHUNK):
+            hasher.update(chunk)
