@@ -1,7 +1,7 @@
 """What the receipt costs: materialise a 1,000,000-row pandas asset with UbunyeIOManager and with
 a plain Parquet UPathIOManager, in one process, alternating, and print medians and ratios.
 
-    python bench/io_manager_bench.py [--rows 1000000] [--repeats 5]
+    python bench/io_manager_bench.py [--rows 1000000] [--repeats 5] [--parts]
 
 Each measurement is a whole `dagster.materialize` call on one ephemeral instance: "write"
 materialises the big asset (build nothing, store it: the Ubunye side also hashes the rows, digests
@@ -232,14 +232,72 @@ def ubunye_round(assets, root: Path, instance, sample: dict[str, float], wrong: 
             wrong.append(f"{label}: read {seen} ({basis}), written {digest}")
 
 
+def measure_parts(frame: pd.DataFrame, repeats: int) -> None:
+    """The read and write parts outside Dagster, alternating, medians: what the byte digest and
+    the overlap cost on their own (``--parts``)."""
+    import hashlib
+
+    import blake3
+
+    from ubunye_dagster.handlers import arrow_files
+
+    table = pa.Table.from_pandas(frame, preserve_index=False)
+    with tempfile.TemporaryDirectory() as folder:
+        root = Path(folder)
+        stored = UPath(root / "stored.parquet")
+        pq.write_table(table, str(stored))
+        data = stored.read_bytes()
+
+        def staged_write(hash_first: bool) -> None:
+            if hash_first:
+                arrow_files.fingerprint_stored(table, "pandas")
+            staged = arrow_files.StagedParquetFile(table, UPath(root / "staged.parquet"))
+            if not hash_first:
+                arrow_files.fingerprint_stored(table, "pandas")
+            staged.finish({"ubunye.writer": "pandas"})
+
+        parts = {
+            "read: pq.read_table(path).to_pandas()": lambda: pq.read_table(str(stored)).to_pandas(),
+            "read: bytes in memory, blake3 in a thread beside the decode": lambda: (
+                arrow_files.read_stored(stored, "blake3").table.to_pandas()
+            ),
+            "read: bytes in memory, no digest": lambda: arrow_files.read_stored(
+                stored, None
+            ).table.to_pandas(),
+            "digest of the file: blake3": lambda: blake3.blake3(data).digest(),
+            "digest of the file: hashlib sha256": lambda: hashlib.sha256(data).digest(),
+            "write: rows-v1 alone": lambda: arrow_files.fingerprint_stored(table, "pandas"),
+            "write: pq.write_table alone": lambda: pq.write_table(table, str(root / "p.parquet")),
+            "write: rows-v1, then the staged file": lambda: staged_write(True),
+            "write: the staged file in a thread beside rows-v1": lambda: staged_write(False),
+        }
+        times: dict[str, list[float]] = {name: [] for name in parts}
+        for repeat in range(repeats + 1):
+            for name in parts if repeat % 2 == 0 else reversed(list(parts)):
+                started = time.perf_counter()
+                parts[name]()
+                if repeat:
+                    times[name].append(time.perf_counter() - started)
+    print(f"parts ({len(data) / 1e6:.1f} MB Parquet file), medians of {repeats}:")
+    for name, values in times.items():
+        print(f"  {name:<62} {statistics.median(values):6.3f}s")
+
+
 def main(argv: list[str] | None = None) -> int:
     """Build the table, alternate the IO managers `repeats` times, print medians and ratios."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rows", type=int, default=1_000_000)
     parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument(
+        "--parts", action="store_true", help="time the read and write parts outside Dagster"
+    )
     args = parser.parse_args(argv)
 
     frame = seven_column_table(args.rows)
+    if args.parts:
+        print(machine())
+        measure_parts(frame, args.repeats)
+        return 0
     times, wrong = measure(frame, args.repeats)
     med = {key: statistics.median(values) for key, values in times.items()}
     print(machine())
