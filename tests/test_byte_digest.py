@@ -17,14 +17,12 @@ from ubunye_core.byte_digest import (
     is_data_file,
 )
 
-LOCAL = fsspec.filesystem("file")
+LOCAL = fsspec.filesystem("file", auto_mkdir=True)
 
 
 def folder(root, files: dict[str, bytes]) -> str:
-    for name, data in files.items():
-        target = root / name
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_bytes(data)
+    """``files`` (relative name: bytes) written under ``root``; returns its path."""
+    LOCAL.pipe({str(root / name): data for name, data in files.items()})
     return str(root)
 
 

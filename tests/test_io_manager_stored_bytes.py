@@ -19,12 +19,10 @@ from ubunye_core.store import LineageStore
 from ubunye_dagster import UbunyeIOManager, UbunyeResource
 from ubunye_dagster.handlers import arrow_files
 
-ROWS = {"amount": [0.5, 1.5, 2.5]}
-
 
 @dg.asset
 def ledger() -> pd.DataFrame:
-    return pd.DataFrame({"entry": list(range(len(ROWS["amount"]))), "amount": ROWS["amount"]})
+    return pd.DataFrame({"entry": [0, 1, 2], "amount": [0.5, 1.5, 2.5]})
 
 
 @dg.asset
@@ -33,6 +31,7 @@ def balance(ledger: pd.DataFrame) -> pd.DataFrame:
 
 
 def run(root: Path, instance, selection, verify_reads: str = "fail", **kwargs):
+    """Materialise ``selection`` with the IO manager storing under ``root``."""
     manager = UbunyeIOManager(
         base_path=str(root / "data"),
         ubunye=UbunyeResource(usecase_dir=str(root), verify_reads=verify_reads),
@@ -71,14 +70,6 @@ def row_hashes(monkeypatch) -> list:
     return calls
 
 
-def rewrite_recompressed(target: Path) -> None:
-    """The same rows, notes and schema, stored again with another codec (other bytes)."""
-    table = pq.read_table(target)
-    footer = pq.read_metadata(target).metadata
-    notes = {key: value for key, value in footer.items() if key != b"ARROW:schema"}
-    pq.write_table(table.replace_schema_metadata(notes), target, compression="gzip")
-
-
 def test_the_byte_digest_is_in_the_record_and_the_metadata(tmp_path):
     with dg.DagsterInstance.ephemeral() as instance:
         metadata = written(tmp_path, instance)
@@ -109,88 +100,98 @@ def test_a_record_with_a_byte_digest_is_read_by_the_reference_cli(tmp_path):
     assert "hash from: stored-bytes" in done.stdout
 
 
+def read_back(root: Path, change=None, verify_reads: str = "fail"):
+    """Materialise ``ledger``, let ``change(root, instance, metadata)`` act on what was stored,
+    then materialise ``balance``: ledger's metadata, balance's result and its recorded input."""
+    with dg.DagsterInstance.ephemeral() as instance:
+        metadata = written(root, instance)
+        if change is not None:
+            change(root, instance, metadata)
+        result = run(root, instance, [balance], verify_reads, raise_on_error=False)
+    [read] = latest(root, "balance").inputs
+    return metadata, result, read
+
+
+def recompress(root: Path, instance, metadata) -> None:
+    """The same rows, notes and schema, stored again with another codec (other bytes)."""
+    target = root / "data" / "ledger.parquet"
+    table = pq.read_table(target)
+    footer = pq.read_metadata(target).metadata
+    notes = {key: value for key, value in footer.items() if key != b"ARROW:schema"}
+    pq.write_table(table.replace_schema_metadata(notes), target, compression="gzip")
+
+
+def tamper(root: Path, instance, metadata) -> None:
+    """Other rows in place of the stored ones."""
+    pd.DataFrame({"entry": [0, 1, 2], "amount": [0.5, 1.5, 99.0]}).to_parquet(
+        root / "data" / "ledger.parquet"
+    )
+
+
+def forget_the_byte_digest(root: Path, instance, metadata) -> None:
+    """A later materialisation as an earlier version recorded it: no ubunye/bytes_hash."""
+    older = {key: value for key, value in metadata.items() if key != "ubunye/bytes_hash"}
+    instance.report_runless_asset_event(dg.AssetMaterialization(asset_key="ledger", metadata=older))
+
+
+VERIFIED_BY_ROWS = "verified: the rows match the digest recorded by Dagster"
+
+
 def test_a_read_whose_stored_bytes_match_takes_the_recorded_digest_without_hashing_rows(
     tmp_path, row_hashes
 ):
-    with dg.DagsterInstance.ephemeral() as instance:
-        metadata = written(tmp_path, instance)
-        row_hashes.clear()
-        result = run(tmp_path, instance, [balance])
+    metadata, result, read = read_back(tmp_path)
 
     assert result.success
-    [read] = latest(tmp_path, "balance").inputs
     assert read.hash_basis == "stored-bytes"
-    assert read.data_hash == metadata["ubunye/data_hash"]
-    assert read.schema_hash == metadata["ubunye/schema_hash"]
-    assert read.row_count == metadata["dagster/row_count"] == 3
-    assert read.hash_method == "rows-v1"
+    assert (read.data_hash, read.schema_hash, read.row_count, read.hash_method) == (
+        metadata["ubunye/data_hash"],
+        metadata["ubunye/schema_hash"],
+        3,
+        "rows-v1",
+    )
     assert read.stored_bytes_hash() == metadata["ubunye/bytes_hash"]
     assert read.source_note.startswith("verified: its stored bytes hash to the byte digest")
-    # Only the one-row output of balance was hashed; the input's rows were not.
-    assert len(row_hashes) == 1
+    assert row_hashes == ["pandas", "pandas"]  # ledger's output, balance's output: no input
 
 
 def test_a_recompressed_file_with_the_same_rows_is_hashed_again_and_verified(tmp_path, row_hashes):
-    with dg.DagsterInstance.ephemeral() as instance:
-        metadata = written(tmp_path, instance)
-        rewrite_recompressed(tmp_path / "data" / "ledger.parquet")
-        row_hashes.clear()
-        result = run(tmp_path, instance, [balance])
+    metadata, result, read = read_back(tmp_path, recompress)
 
     assert result.success
-    [read] = latest(tmp_path, "balance").inputs
     assert read.hash_basis == "materialised"
     assert read.data_hash == metadata["ubunye/data_hash"]
     assert read.stored_bytes_hash() != metadata["ubunye/bytes_hash"]
-    assert read.source_note.startswith("verified: the rows match the digest recorded by Dagster")
+    assert read.source_note.startswith(VERIFIED_BY_ROWS)
     assert "stored bytes differ from those written" in read.source_note
-    assert len(row_hashes) == 2  # the input's rows, then the output's
+    assert len(row_hashes) == 3  # ledger's output, balance's input, balance's output
 
 
 def test_a_tampered_file_fails_the_read_with_the_clear_error(tmp_path):
-    with dg.DagsterInstance.ephemeral() as instance:
-        metadata = written(tmp_path, instance)
-        target = tmp_path / "data" / "ledger.parquet"
-        ROWS["amount"] = [0.5, 1.5, 99.0]
-        try:
-            table = pd.DataFrame({"entry": [0, 1, 2], "amount": ROWS["amount"]})
-            table.to_parquet(target)
-        finally:
-            ROWS["amount"] = [0.5, 1.5, 2.5]
-        result = run(tmp_path, instance, [balance], raise_on_error=False)
+    metadata, result, read = read_back(tmp_path, tamper)
 
     assert not result.success
     [failure] = result.get_step_failure_events()
     text = failure.step_failure_data.error.to_string()
     assert "UnverifiedReadError" in text
-    assert f"{target} was changed after it was written" in text
+    assert f"{tmp_path / 'data' / 'ledger.parquet'} was changed after it was written" in text
     assert metadata["ubunye/data_hash"] in text
-    [read] = latest(tmp_path, "balance").inputs
     assert read.data_hash in text and read.hash_basis == "materialised"
 
 
 def test_verify_reads_rows_hashes_the_rows_even_when_the_bytes_match(tmp_path, row_hashes):
-    with dg.DagsterInstance.ephemeral() as instance:
-        metadata = written(tmp_path, instance)
-        row_hashes.clear()
-        result = run(tmp_path, instance, [balance], verify_reads="rows")
+    metadata, result, read = read_back(tmp_path, verify_reads="rows")
 
     assert result.success
-    [read] = latest(tmp_path, "balance").inputs
     assert read.hash_basis == "materialised"
     assert read.data_hash == metadata["ubunye/data_hash"]
     assert read.stored_bytes_hash() is None  # the bytes were not even digested
-    assert read.source_note.startswith("verified: the rows match the digest recorded by Dagster")
-    assert len(row_hashes) == 2
+    assert read.source_note.startswith(VERIFIED_BY_ROWS)
+    assert len(row_hashes) == 3
 
 
 def test_verify_reads_rows_fails_a_changed_file_like_fail_does(tmp_path):
-    with dg.DagsterInstance.ephemeral() as instance:
-        written(tmp_path, instance)
-        pd.DataFrame({"entry": [0], "amount": [5.0]}).to_parquet(
-            tmp_path / "data" / "ledger.parquet"
-        )
-        result = run(tmp_path, instance, [balance], verify_reads="rows", raise_on_error=False)
+    _, result, _ = read_back(tmp_path, tamper, verify_reads="rows")
 
     assert not result.success
     [failure] = result.get_step_failure_events()
@@ -198,35 +199,20 @@ def test_verify_reads_rows_fails_a_changed_file_like_fail_does(tmp_path):
 
 
 def test_an_old_materialisation_without_a_byte_digest_still_verifies_by_rows(tmp_path, row_hashes):
-    with dg.DagsterInstance.ephemeral() as instance:
-        metadata = written(tmp_path, instance)
-        # What an earlier version recorded: the receipt without ubunye/bytes_hash.
-        older = {key: value for key, value in metadata.items() if key != "ubunye/bytes_hash"}
-        instance.report_runless_asset_event(
-            dg.AssetMaterialization(asset_key="ledger", metadata=older)
-        )
-        row_hashes.clear()
-        result = run(tmp_path, instance, [balance])
+    metadata, result, read = read_back(tmp_path, forget_the_byte_digest)
 
     assert result.success
-    [read] = latest(tmp_path, "balance").inputs
     assert read.hash_basis == "materialised"
     assert read.data_hash == metadata["ubunye/data_hash"]
-    assert read.source_note.startswith("verified: the rows match the digest recorded by Dagster")
-    assert len(row_hashes) == 2
+    assert read.source_note.startswith(VERIFIED_BY_ROWS)
+    assert len(row_hashes) == 3
 
 
 def test_verify_reads_off_takes_the_proof_but_never_fails_a_changed_file(tmp_path):
-    with dg.DagsterInstance.ephemeral() as instance:
-        written(tmp_path, instance)
-        assert run(tmp_path, instance, [balance], verify_reads="off").success
-        [proven] = latest(tmp_path, "balance").inputs
-        pd.DataFrame({"entry": [0], "amount": [5.0]}).to_parquet(
-            tmp_path / "data" / "ledger.parquet"
-        )
-        assert run(tmp_path, instance, [balance], verify_reads="off").success
+    _, proven_run, proven = read_back(tmp_path / "a", verify_reads="off")
+    _, changed_run, changed = read_back(tmp_path / "b", tamper, verify_reads="off")
 
-    [changed] = latest(tmp_path, "balance").inputs
+    assert proven_run.success and changed_run.success
     assert proven.hash_basis == "stored-bytes"
-    assert changed.hash_basis == "materialised" and changed.row_count == 1
+    assert changed.hash_basis == "materialised" and changed.row_count == 3
     assert changed.source_note is None
