@@ -49,8 +49,8 @@ class RecordedOutput:
             bytes_hash=self.bytes_hash,
         )
         step.source_note = (
-            f"verified: its stored bytes hash to the byte digest {self.source} recorded, so "
-            "its rows are the ones whose digest was recorded with it (rows not hashed again)"
+            f"verified: its stored bytes hash to the byte digest recorded by {self.source}, so "
+            "its rows are those of the recorded digest (not hashed again)"
         )
         return step
 

@@ -71,6 +71,7 @@ class ArrowStagedWrite(StagedWrite):
         return ArrowRuleCounter(table, kinds)
 
     def commit(self, notes: Mapping[str, str]) -> None:
+        notes = {**notes, **arrow_files.row_count_note(self.table)}
         try:
             self.bytes_hash = self._file.finish(notes)
         finally:
@@ -86,7 +87,8 @@ def load_arrow(path: Any, convert: Any, digest_with: str | None = None) -> Loade
     With ``digest_with`` the stored bytes are digested too (beside the decode)."""
     started = time.perf_counter()
     stored = arrow_files.read_stored(path, digest_with)
-    table, notes = stored.table, stored.notes
+    notes = stored.notes
+    table = arrow_files.with_noted_row_count(stored.table, notes)
     frame = convert(table)
     seconds = time.perf_counter() - started
     writer = notes.get(WRITER_KEY)
