@@ -19,8 +19,13 @@ from ubunye_core.hashing.digest import Fingerprint
 #: The layout this package writes.
 RECORD_VERSION = 2
 
-#: Where a step's data hash came from: the rows that were written, or the frame computed again.
-HASH_BASES = ("materialised", "recomputed")
+#: Where a step's data hash came from: the rows that were written, the frame computed again, or
+#: (an input) the digest recorded at write time, taken because the stored bytes still hash to the
+#: byte digest recorded with it.
+HASH_BASES = ("materialised", "recomputed", "stored-bytes")
+#: A step field the reference does not have (its reader drops it): the digest of the stored
+#: bytes (``ubunye_core.byte_digest``), written only when known.
+BYTES_HASH_FIELD = "bytes_hash"
 
 _LIST_FIELDS = ("inputs", "outputs", "timings", "expectations", "llm_calls")
 _DICT_FIELDS = ("variables", "environment", "llm_budget")
@@ -69,8 +74,10 @@ class StepRecord(BaseModel):
         location: str = "",
         hash_seconds: float | None = None,
         hash_basis: str | None = None,
+        bytes_hash: str | None = None,
     ) -> StepRecord:
-        """A step carrying ``fp``'s hashes, row count, method and error (a failure stays one)."""
+        """A step carrying ``fp``'s hashes, row count, method and error (a failure stays one),
+        and the stored bytes' digest when given."""
         if hash_basis is not None and hash_basis not in HASH_BASES:
             raise ValueError(f"hash_basis must be one of {HASH_BASES} or None, not {hash_basis!r}")
         return cls(
@@ -85,7 +92,12 @@ class StepRecord(BaseModel):
             hash_error=fp.error,
             hash_seconds=hash_seconds,
             hash_basis=hash_basis,
+            **({BYTES_HASH_FIELD: bytes_hash} if bytes_hash is not None else {}),
         )
+
+    def stored_bytes_hash(self) -> str | None:
+        """The stored bytes' digest recorded with this step, when there is one."""
+        return (self.model_extra or {}).get(BYTES_HASH_FIELD)
 
 
 class RunRecord(BaseModel):
