@@ -290,7 +290,9 @@ def test_a_spark_asset_loads_into_pandas_and_keeps_its_digest(tmp_path, spark, s
     assert record.outputs[0].data_hash == written.data_hash
 
 
-def test_a_spark_folder_read_back_unchanged_is_proven_by_its_part_files(tmp_path, spark):
+def test_a_spark_folder_read_back_unchanged_is_proven_by_its_part_files(
+    tmp_path, spark, spark_config
+):
     import fsspec
     from pyspark.sql import DataFrame
 
@@ -305,7 +307,7 @@ def test_a_spark_folder_read_back_unchanged_is_proven_by_its_part_files(tmp_path
         return spark_people
 
     assets = [spark_people, spark_again, pandas_again]
-    result = dg.materialize(assets, resources=resources(tmp_path, spark))
+    result = dg.materialize(assets, resources=resources(tmp_path, spark_config))
 
     written = record_of(tmp_path, "spark_people", result.run_id).outputs[0]
     folder = tmp_path / "data" / "spark_people.parquet"
@@ -320,7 +322,10 @@ def test_a_spark_folder_read_back_unchanged_is_proven_by_its_part_files(tmp_path
     for checksum in folder.glob(".*.crc"):  # as a tool other than Hadoop would leave it
         checksum.unlink()
     again = dg.materialize(
-        assets, selection=[spark_again], resources=resources(tmp_path, spark), raise_on_error=False
+        assets,
+        selection=[spark_again],
+        resources=resources(tmp_path, spark_config),
+        raise_on_error=False,
     )
     assert not again.success
     [failure] = again.get_step_failure_events()
