@@ -5,7 +5,11 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from ubunye_core.sketch import Sketch
 
 METHOD = "rows-v1"
 LANE_MASK = (1 << 64) - 1
@@ -22,6 +26,8 @@ class Fingerprint:
     row_count: int | None
     method: str = METHOD
     error: str | None = None
+    #: Count and lane sums per bucket (``ubunye_core.sketch``), when the hash kept them.
+    sketch: Sketch | None = field(default=None, compare=False, repr=False)
 
     @property
     def is_complete(self) -> bool:

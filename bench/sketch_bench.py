@@ -1,0 +1,157 @@
+"""What keeping the sketch costs: rows-v1 with per-bucket sums against plain lane sums.
+
+Run: ``python bench/sketch_bench.py [--rows N] [--repeats K] [--spark]``. Both variants hash the
+same tables in one process, alternating; medians and the ratio (with sketch / without) are
+printed. "Without" swaps the per-bucket sums for the two plain uint64 sums rows-v1 needs, so the
+difference is exactly the sketch's cost. With ``--spark`` the grouped aggregation is timed
+against the single ungrouped aggregation on ``local[2]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import time
+from collections.abc import Callable
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from hash_bench import as_pandas, flat_table, nested_table
+
+from ubunye_core import fingerprint
+from ubunye_core import sketch as sketch_module
+
+
+def machine() -> str:
+    """CPU model, SHA-NI and cores, for the figures' heading."""
+    import os
+
+    model, sha_ni = "unknown CPU", False
+    try:
+        text = Path("/proc/cpuinfo").read_text()
+        model = next(
+            line.split(":", 1)[1].strip() for line in text.splitlines() if "model name" in line
+        )
+        sha_ni = " sha_ni" in text
+    except (OSError, StopIteration):
+        pass
+    python = sys.version.split()[0]
+    return f"{model}, SHA-NI {'yes' if sha_ni else 'no'}, {os.cpu_count()} cores, python {python}"
+
+
+def _plain_sums(totals: Any, digests: Any, count: int) -> None:
+    """rows-v1's own work only: the two lane sums, kept in bucket 0."""
+    import numpy as np
+
+    if count == 0:
+        return
+    words = digests.view(">u8").reshape(count, 4)
+    sums = [count, *(words[:, lane].astype(np.uint64).sum(dtype=np.uint64) for lane in (0, 1))]
+    totals[:, :1] += np.array(sums, dtype=np.uint64).reshape(3, 1)  # arrays wrap silently
+
+
+@contextmanager
+def without_sketch() -> Any:
+    """Hash with plain lane sums instead of per-bucket sums (same digest, no usable sketch)."""
+    kept = sketch_module.add_digest_buckets
+    sketch_module.add_digest_buckets = _plain_sums
+    try:
+        yield
+    finally:
+        sketch_module.add_digest_buckets = kept
+
+
+def timed(work: Callable[[], Any]) -> tuple[float, Any]:
+    started = time.perf_counter()
+    result = work()
+    return time.perf_counter() - started, result
+
+
+def compare(label: str, frame: Any, repeats: int) -> None:
+    """Alternate with and without the sketch; print medians, ratio and digest agreement."""
+    with_times, without_times = [], []
+    digests = set()
+    for _ in range(repeats):
+        seconds, fp = timed(lambda: fingerprint(frame))
+        with_times.append(seconds)
+        digests.add(fp.data_hash)
+        with without_sketch():
+            seconds, fp = timed(lambda: fingerprint(frame))
+        without_times.append(seconds)
+        digests.add(fp.data_hash)
+    ours, base = statistics.median(with_times), statistics.median(without_times)
+    print(
+        f"{label:<16} with sketch {ours:6.3f} s   without {base:6.3f} s   "
+        f"ratio {ours / base:5.3f}x   digests equal: {len(digests) == 1}"
+    )
+
+
+def spark_compare(rows: int, repeats: int) -> None:
+    """The grouped (sketch) Spark job against one ungrouped aggregation of the same lanes."""
+    from pyspark.sql import SparkSession
+    from pyspark.sql import functions as F
+
+    from ubunye_core.hashing import spark as spark_hash
+
+    session = (
+        SparkSession.builder.master("local[2]")
+        .config("spark.ui.enabled", "false")
+        .config("spark.sql.shuffle.partitions", "2")
+        .getOrCreate()
+    )
+    df = session.createDataFrame(flat_table(rows)).cache()
+    df.count()
+
+    def ungrouped() -> tuple[int, int]:
+        digests = spark_hash.spark_canonical_lines(df).select(F.sha2("line", 256).alias("d"))
+        lanes = digests.select(
+            spark_hash._signed_lane(F.substring("d", 1, 16)).alias("a"),
+            spark_hash._signed_lane(F.substring("d", 17, 16)).alias("b"),
+        )
+        sums = [
+            F.sum(spark_hash._lane_piece(F.col(lane), shift, bits))
+            for lane in ("a", "b")
+            for shift, bits in zip(spark_hash.PIECE_SHIFTS, spark_hash.PIECE_BITS, strict=True)
+        ]
+        row = lanes.agg(F.count(F.lit(1)), *sums).collect()[0]
+        return spark_hash.lane_sums_from_piece_sums(list(row[1:]))
+
+    grouped_times, plain_times, agree = [], [], True
+    for _ in range(repeats):
+        seconds, sketch = timed(lambda: spark_hash.spark_sketch(df))
+        grouped_times.append(seconds)
+        seconds, sums = timed(ungrouped)
+        plain_times.append(seconds)
+        agree = agree and sketch.lane_sums() == sums
+    ours, base = statistics.median(grouped_times), statistics.median(plain_times)
+    print(
+        f"{'spark local[2]':<16} with sketch {ours:6.3f} s   without {base:6.3f} s   "
+        f"ratio {ours / base:5.3f}x   sums equal: {agree}"
+    )
+    session.stop()
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rows", type=int, default=1_000_000)
+    parser.add_argument("--repeats", type=int, default=7)
+    parser.add_argument("--spark", action="store_true", help="also the Spark job")
+    args = parser.parse_args(argv)
+    print(machine())
+    print(f"rows {args.rows:,} (nested {args.rows // 5:,}), repeats {args.repeats}, medians")
+    flat = flat_table(args.rows)
+    nested = nested_table(args.rows // 5)
+    compare("flat, Arrow", flat, args.repeats)
+    compare("flat, pandas", as_pandas(flat), args.repeats)
+    compare("nested, Arrow", nested, args.repeats)
+    if args.spark:
+        spark_compare(args.rows, max(3, args.repeats // 2))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
