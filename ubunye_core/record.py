@@ -19,6 +19,9 @@ from ubunye_core.hashing.digest import Fingerprint
 #: The layout this package writes.
 RECORD_VERSION = 2
 
+#: A step's extension field (beyond the reference's) holding its rows-v1 sketch, when kept.
+SKETCH_FIELD = "sketch"
+
 #: Where a step's data hash came from: the rows that were written, or the frame computed again.
 HASH_BASES = ("materialised", "recomputed")
 
@@ -70,7 +73,8 @@ class StepRecord(BaseModel):
         hash_seconds: float | None = None,
         hash_basis: str | None = None,
     ) -> StepRecord:
-        """A step carrying ``fp``'s hashes, row count, method and error (a failure stays one)."""
+        """A step carrying ``fp``'s hashes, row count, method and error (a failure stays one),
+        and its sketch as the extension field ``sketch`` when the hash kept one."""
         if hash_basis is not None and hash_basis not in HASH_BASES:
             raise ValueError(f"hash_basis must be one of {HASH_BASES} or None, not {hash_basis!r}")
         return cls(
@@ -85,6 +89,7 @@ class StepRecord(BaseModel):
             hash_error=fp.error,
             hash_seconds=hash_seconds,
             hash_basis=hash_basis,
+            **({SKETCH_FIELD: fp.sketch.to_record()} if fp.sketch is not None else {}),
         )
 
 

@@ -162,6 +162,26 @@ class Sketch:
         return sketch
 
 
+def step_sketch(step: Any) -> Sketch | None:
+    """The sketch a run record's step (a ``StepRecord`` or its dict) carries; None when it has
+    none, or when it does not add up to the step's data hash (never trusted then)."""
+    from ubunye_core.record import SKETCH_FIELD
+
+    document = (
+        step.get(SKETCH_FIELD) if isinstance(step, Mapping) else getattr(step, SKETCH_FIELD, None)
+    )
+    digest = (
+        step.get("data_hash") if isinstance(step, Mapping) else getattr(step, "data_hash", None)
+    )
+    if document is None or digest is None:
+        return None
+    try:
+        sketch = Sketch.from_record(document)
+    except ValueError:
+        return None
+    return sketch if sketch.data_hash() == digest else None
+
+
 def sorted_schema(schema: Iterable[Sequence[str]]) -> tuple[tuple[str, str], ...]:
     """Schema pairs as a sketch keeps them: ``(name, type)`` tuples sorted by name."""
     return tuple(sorted((str(name), str(kind)) for name, kind in schema))

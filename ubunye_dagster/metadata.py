@@ -13,6 +13,7 @@ from typing import Any
 import dagster as dg
 
 from ubunye_core.record import RunRecord, StepRecord
+from ubunye_core.sketch import step_sketch
 
 DATA_HASH = "ubunye/data_hash"
 SCHEMA_HASH = "ubunye/schema_hash"
@@ -33,6 +34,8 @@ INPUTS = "ubunye/inputs"
 PARTITION = "ubunye/partition"
 #: JSON list: every expectation checked on this output, passed or not (record entries).
 EXPECTATION_RESULTS = "ubunye/expectation_results"
+#: One line on the output's sketch (rows per bucket); the sketch itself is in the run record.
+SKETCH = "ubunye/sketch"
 URI = "dagster/uri"
 COLUMN_SCHEMA = "dagster/column_schema"
 
@@ -88,6 +91,9 @@ def output_metadata(
         entries[HASH_SECONDS] = dg.MetadataValue.float(float(output.hash_seconds))
     if output.hash_error is not None:
         entries[HASH_ERROR] = output.hash_error
+    sketch = step_sketch(output)
+    if sketch is not None:
+        entries[SKETCH] = sketch.summary()
     if record.code_hash is not None:
         entries[CODE_HASH] = record.code_hash
     if record.environment_hash is not None:

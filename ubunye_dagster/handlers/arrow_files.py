@@ -17,7 +17,10 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from ubunye_core.stored import footer_notes, hashed_view, pandas_view
 from ubunye_dagster.handlers.base import SIDECAR_NAME
+
+__all__ = ["footer_notes", "hashed_view", "pandas_view"]
 
 #: Prefix of temporary names; never a materialisation's own name.
 TEMP_MARK = ".ubunye-tmp-"
@@ -125,15 +128,6 @@ def read_table(path: Any) -> pa.Table:
     return pq.read_table(path.path, filesystem=path.fs)
 
 
-def footer_notes(schema: pa.Schema) -> dict[str, str]:
-    """The writer's notes kept in a Parquet schema's metadata (the ``ubunye.`` keys)."""
-    return {
-        key.decode(): value.decode()
-        for key, value in (schema.metadata or {}).items()
-        if key.startswith(b"ubunye.")
-    }
-
-
 def stored_notes(table: pa.Table, path: Any) -> dict[str, str]:
     """What the writer left beside the data: Parquet footer metadata, or a folder's sidecar."""
     return footer_notes(table.schema) or read_sidecar(path)
@@ -156,44 +150,6 @@ def without_index_columns(table: pa.Table) -> pa.Table:
     """``table`` without the columns pandas adds for an unnamed index."""
     extra = [name for name in table.column_names if name.startswith(INDEX_PREFIX)]
     return table.drop_columns(extra) if extra else table
-
-
-def _index_field_names(table: pa.Table) -> tuple[list[str], list[str]]:
-    """The stored pandas index columns of ``table``: (named ones, unnamed ones)."""
-    meta = table.schema.pandas_metadata or {}
-    stored = {name for name in meta.get("index_columns", []) if isinstance(name, str)}
-    named, unnamed = [], []
-    for column in meta.get("columns", []):
-        if column.get("field_name") in stored:
-            (named if column.get("name") is not None else unnamed).append(column["field_name"])
-    return named, unnamed
-
-
-def pandas_view(table: pa.Table) -> pa.Table:
-    """A table written from a pandas frame, as rows-v1 sees that frame (without converting back).
-
-    The same preparation ``ubunye_core`` gives a pandas frame, done on the Arrow columns: an
-    unnamed index is left out, a named one is kept as columns; categories become their values'
-    type; null and large_string become string; a naive datetime is a UTC instant; every
-    timestamp is cut to microseconds. Raises ValueError for an index that is partly named,
-    which only the pandas path itself prepares faithfully.
-    """
-    from ubunye_core.hashing.frames import pandas_columns_as_spark_types
-
-    named, unnamed = _index_field_names(table)
-    if named and unnamed:
-        raise ValueError("an index with named and unnamed levels")
-    if unnamed:
-        table = table.drop_columns(unnamed)
-    return pandas_columns_as_spark_types(table, "UTC")
-
-
-def hashed_view(table: pa.Table, writer: str | None) -> pa.Table:
-    """The table rows-v1 hashes for a stored table: ``pandas_view`` when pandas wrote it (or,
-    the writer unknown, it carries pandas metadata), else the table itself."""
-    if writer == "pandas" or (writer is None and table.schema.pandas_metadata is not None):
-        return pandas_view(table)
-    return table
 
 
 def fingerprint_stored(table: pa.Table, writer: str | None, view: pa.Table | None = None) -> Any:

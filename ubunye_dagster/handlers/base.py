@@ -15,14 +15,13 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from ubunye_core.hashing.digest import Fingerprint
+from ubunye_core.stored import SIDECAR_NAME as SIDECAR_NAME  # where handlers look for it
 from ubunye_dagster.expectations import RuleCounter
 
 #: Parquet footer / sidecar keys that say who wrote a materialisation and what it hashed to.
 WRITER_KEY = "ubunye.writer"
 DATA_HASH_KEY = "ubunye.data_hash"
 SCHEMA_HASH_KEY = "ubunye.schema_hash"
-#: The sidecar a folder-shaped (Spark) materialisation carries; readers skip ``_`` files.
-SIDECAR_NAME = "_ubunye.json"
 
 
 def type_is(cls: type, library: str, names: Sequence[str]) -> bool:

@@ -1,0 +1,250 @@
+"""What ``lineage diff`` and ``lineage digest`` report, from run records and stored versions.
+
+``diff``: two recorded outputs (or two stored paths) compared row by row, reading only the rows
+of the buckets where their sketches differ. ``digest``: the digest of a whole partitioned asset,
+the newest run of each partition combined from the records alone.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from ubunye_core.drift import partition_of
+from ubunye_core.hashing.digest import Fingerprint
+from ubunye_core.record import RunRecord, StepRecord
+from ubunye_core.row_diff import RowDiff, diff_tables
+from ubunye_core.sketch import BUCKETS, Sketch, combine, step_sketch
+from ubunye_core.store import LineageStore
+from ubunye_core.stored import StoredTable, read_stored
+
+
+class ReportError(Exception):
+    """What the records or the stored data cannot answer, said in one line."""
+
+
+@dataclass(frozen=True)
+class Version:
+    """One side of a diff: a label, where its rows are stored and the sketch recorded for them."""
+
+    label: str
+    location: str
+    format: str = "parquet"
+    version: int | None = None
+    sketch: Sketch | None = None
+
+    def where(self) -> str:
+        return self.location + (f"@v{self.version}" if self.version is not None else "")
+
+
+@dataclass
+class DiffReport:
+    """A diff between two versions, and what could not be read."""
+
+    before: Version
+    after: Version
+    buckets: list[int]
+    diff: RowDiff | None = None
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def equal(self) -> bool:
+        return not self.buckets if self.diff is None else self.diff.equal
+
+    def most_changed(self) -> tuple[int, int]:
+        """Rows removed and added at most, from the sketches: the differing buckets' counts."""
+        counts = [
+            sum(side.sketch.counts[b] for b in self.buckets) if side.sketch else None
+            for side in (self.before, self.after)
+        ]
+        return counts[0] or 0, counts[1] or 0
+
+    def to_dict(self, limit: int | None) -> dict[str, Any]:
+        removed, added = self.most_changed()
+        document: dict[str, Any] = {
+            "equal": self.equal,
+            "before": {"label": self.before.label, "location": self.before.where()},
+            "after": {"label": self.after.label, "location": self.after.where()},
+            "buckets_differing": len(self.buckets),
+            "at_most": {"removed": removed, "added": added},
+            "notes": self.notes,
+        }
+        if self.diff is not None:
+            document.update(
+                {k: v for k, v in self.diff.to_dict(limit).items() if k not in document}
+            )
+        return document
+
+    def lines(self, limit: int | None) -> list[str]:
+        """The report as text: both sides, the buckets, then the rows (at most ``limit``)."""
+        out = [f"A: {self.before.label}  {self.before.where()}"]
+        out.append(f"B: {self.after.label}  {self.after.where()}")
+        removed, added = self.most_changed()
+        out.append(
+            f"buckets differing: {len(self.buckets)} of {BUCKETS}"
+            + (f" (at most {removed} rows removed, {added} added)" if self.buckets else "")
+        )
+        out += [f"note: {note}" for note in self.notes]
+        if self.diff is None:
+            out.append("rows equal" if self.equal else "rows differ (not compared row by row)")
+            return out
+        return out + _diff_lines(self.diff, limit)
+
+
+def _diff_lines(diff: RowDiff, limit: int | None) -> list[str]:
+    out = [
+        f"rows compared: {diff.compared_before:,} of {diff.rows_before:,} in A, "
+        f"{diff.compared_after:,} of {diff.rows_after:,} in B",
+    ]
+    if diff.equal:
+        return [*out, "rows equal"]
+    summary = f"removed {len(diff.removed)}, added {len(diff.added)}"
+    if diff.key:
+        summary = f"changed {len(diff.changed)} (key {', '.join(diff.key)}), " + summary
+    out.append(summary)
+    for row in diff.changed[:limit]:
+        key = ", ".join(f"{k}={_text(v)}" for k, v in row.key.items())
+        moves = "; ".join(
+            f"{c}: {_text(row.before.get(c))} -> {_text(row.after.get(c))}" for c in row.columns
+        )
+        out.append(f"~ {key}: {moves}")
+    out += [f"- {_text(row)}" for row in diff.removed[:limit]]
+    out += [f"+ {_text(row)}" for row in diff.added[:limit]]
+    shown = min(len(diff.changed), limit or 0) + min(len(diff.removed), limit or 0)
+    shown += min(len(diff.added), limit or 0)
+    total = len(diff.changed) + len(diff.removed) + len(diff.added)
+    if limit is not None and shown < total:
+        out.append(f"... {total - shown} more (--limit)")
+    return out
+
+
+def _text(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, default=str)
+
+
+def output_step(record: RunRecord, name: str | None) -> StepRecord:
+    """The output called ``name``, or the record's only output."""
+    if name is not None:
+        try:
+            return record.step(name, "output")
+        except KeyError as exc:
+            raise ReportError(str(exc.args[0])) from exc
+    if len(record.outputs) != 1:
+        names = ", ".join(step.name for step in record.outputs) or "none"
+        raise ReportError(f"run {record.run_id} has outputs {names}: name one with --output")
+    return record.outputs[0]
+
+
+def recorded_version(record: RunRecord, step: StepRecord) -> Version:
+    """Where a recorded output's rows are stored, with the sketch recorded for them."""
+    if not step.location:
+        raise ReportError(f"run {record.run_id} does not say where output {step.name} is stored")
+    version = (step.source_version or {}).get("version") if step.format == "delta" else None
+    return Version(
+        label=f"run {record.run_id} ({record.started_at[:19]})",
+        location=step.location,
+        format=step.format or "parquet",
+        version=int(version) if version is not None else None,
+        sketch=step_sketch(step),
+    )
+
+
+def path_version(path: str) -> Version:
+    """A stored path given on the command line (``PATH`` or ``PATH@vN`` for a Delta version)."""
+    location, _, suffix = path.rpartition("@v") if "@v" in path else (path, "", "")
+    version = int(suffix) if suffix.isdigit() else None
+    if version is None:
+        location = path
+    fmt = "delta" if os.path.isdir(os.path.join(location, "_delta_log")) else "parquet"
+    return Version(label=path, location=location, format=fmt, version=version)
+
+
+def diff_versions(
+    before: Version,
+    after: Version,
+    *,
+    key: Sequence[str] | None = None,
+    storage_options: dict[str, Any] | None = None,
+) -> DiffReport:
+    """Compare two versions row by row, reading only the differing buckets' rows.
+
+    When both sketches are recorded and equal nothing is read. When a version is no longer
+    stored (a Parquet file rewritten since), the report says so and keeps to the sketches.
+    """
+    if before.sketch is not None and after.sketch is not None:
+        buckets = before.sketch.differing_buckets(after.sketch)
+        if not buckets:
+            return DiffReport(before, after, [])
+    else:
+        buckets = None
+    tables, notes = [], []
+    for side in (before, after):
+        stored = _read_if_still_there(side, notes, storage_options)
+        if stored is not None:
+            tables.append(stored)
+    if len(tables) < 2:
+        return DiffReport(before, after, buckets or list(range(BUCKETS)), notes=notes)
+    diff = diff_tables(tables[0].view, tables[1].view, key=key)
+    for side, now in zip((before, after), diff.sketches or (), strict=False):
+        if side.sketch is not None and side.sketch != now:
+            notes.append(
+                f"{side.label}: the rows stored at {side.where()} are not the rows recorded "
+                "(rewritten since); compared as stored now"
+            )
+    return DiffReport(before, after, diff.buckets, diff, notes)
+
+
+def _read_if_still_there(
+    side: Version, notes: list[str], storage_options: dict[str, Any] | None
+) -> StoredTable | None:
+    try:
+        return read_stored(
+            side.location, format=side.format, version=side.version, storage_options=storage_options
+        )
+    except FileNotFoundError as exc:
+        notes.append(f"{side.label}: {exc}")
+        return None
+
+
+@dataclass(frozen=True)
+class PartitionDigest:
+    """The newest successful run of one partition and the digest it recorded."""
+
+    partition: str | None
+    run_id: str
+    fingerprint: Fingerprint
+
+
+def latest_partition_digests(
+    store: LineageStore, task_path: str, output: str | None
+) -> list[PartitionDigest]:
+    """The newest successful run of each partition (or of the asset, unpartitioned) with its
+    recorded fingerprint, in partition order; ReportError when one cannot be combined."""
+    seen: dict[str | None, PartitionDigest] = {}
+    for record in store.iter_runs(task_path):
+        partition = partition_of(record.to_dict())
+        if partition in seen or record.status != "success":
+            continue
+        step = output_step(record, output)
+        sketch = step_sketch(step)
+        if sketch is None:
+            raise ReportError(
+                f"run {record.run_id} (partition {partition}) of {task_path} recorded no sketch "
+                "for its data hash; materialise it again to record one"
+            )
+        fp = Fingerprint(step.schema_hash or "", step.data_hash, step.row_count, sketch=sketch)
+        seen[partition] = PartitionDigest(partition, record.run_id, fp)
+    if not seen:
+        raise ReportError(f"no successful runs of {task_path} in {store.root}")
+    return [seen[key] for key in sorted(seen, key=lambda p: (p is not None, p or ""))]
+
+
+def asset_digest(parts: Iterable[PartitionDigest]) -> Fingerprint:
+    """The digest of every listed partition's rows together, from their sketches alone."""
+    try:
+        return combine([part.fingerprint for part in parts])
+    except ValueError as exc:
+        raise ReportError(f"the partitions cannot be combined: {exc}") from exc
