@@ -37,7 +37,12 @@ class Version:
     sketch: Sketch | None = None
 
     def where(self) -> str:
+        """The location, with ``@v<version>`` for a Delta table version."""
         return self.location + (f"@v{self.version}" if self.version is not None else "")
+
+    def describe(self) -> str:
+        """The label and, when it does not say it already, where the rows are."""
+        return self.label if self.label == self.where() else f"{self.label}  {self.where()}"
 
 
 @dataclass
@@ -56,11 +61,13 @@ class DiffReport:
 
     def most_changed(self) -> tuple[int, int]:
         """Rows removed and added at most, from the sketches: the differing buckets' counts."""
-        counts = [
-            sum(side.sketch.counts[b] for b in self.buckets) if side.sketch else None
-            for side in (self.before, self.after)
-        ]
-        return counts[0] or 0, counts[1] or 0
+        sketches = [self.before.sketch, self.after.sketch]
+        if self.diff is not None and self.diff.sketches is not None:
+            sketches = list(self.diff.sketches)  # the rows as stored now
+        removed, added = (
+            sum(sketch.counts[b] for b in self.buckets) if sketch else 0 for sketch in sketches
+        )
+        return removed, added
 
     def to_dict(self, limit: int | None) -> dict[str, Any]:
         removed, added = self.most_changed()
@@ -80,8 +87,7 @@ class DiffReport:
 
     def lines(self, limit: int | None) -> list[str]:
         """The report as text: both sides, the buckets, then the rows (at most ``limit``)."""
-        out = [f"A: {self.before.label}  {self.before.where()}"]
-        out.append(f"B: {self.after.label}  {self.after.where()}")
+        out = [f"{tag}: {side.describe()}" for tag, side in (("A", self.before), ("B", self.after))]
         removed, added = self.most_changed()
         out.append(
             f"buckets differing: {len(self.buckets)} of {BUCKETS}"
@@ -186,6 +192,8 @@ def diff_versions(
         if stored is not None:
             tables.append(stored)
     if len(tables) < 2:
+        if buckets is None:
+            raise ReportError("; ".join(notes) + " (and no recorded sketches to compare)")
         return DiffReport(before, after, buckets or list(range(BUCKETS)), notes=notes)
     diff = diff_tables(tables[0].view, tables[1].view, key=key)
     for side, now in zip((before, after), diff.sketches or (), strict=False):
