@@ -34,6 +34,8 @@ class Version:
     location: str
     format: str = "parquet"
     version: int | None = None
+    #: The rows of the table that are this version's (a Delta partition's predicate).
+    predicate: str | None = None
     sketch: Sketch | None = None
 
     def where(self) -> str:
@@ -148,12 +150,14 @@ def recorded_version(record: RunRecord, step: StepRecord) -> Version:
     """Where a recorded output's rows are stored, with the sketch recorded for them."""
     if not step.location:
         raise ReportError(f"run {record.run_id} does not say where output {step.name} is stored")
-    version = (step.source_version or {}).get("version") if step.format == "delta" else None
+    delta = (step.source_version or {}) if step.format == "delta" else {}
+    version = delta.get("version")
     return Version(
         label=f"run {record.run_id} ({record.started_at[:19]})",
         location=step.location,
         format=step.format or "parquet",
         version=int(version) if version is not None else None,
+        predicate=delta.get("predicate"),
         sketch=step_sketch(step),
     )
 
@@ -210,7 +214,11 @@ def _read_if_still_there(
 ) -> StoredTable | None:
     try:
         return read_stored(
-            side.location, format=side.format, version=side.version, storage_options=storage_options
+            side.location,
+            format=side.format,
+            version=side.version,
+            predicate=side.predicate,
+            storage_options=storage_options,
         )
     except FileNotFoundError as exc:
         notes.append(f"{side.label}: {exc}")

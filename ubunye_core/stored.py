@@ -80,19 +80,22 @@ def read_stored(
     *,
     format: str = "parquet",
     version: int | None = None,
+    predicate: str | None = None,
     storage_options: Mapping[str, Any] | None = None,
 ) -> StoredTable:
     """The materialisation at ``location`` (a path or fsspec URL) as rows-v1 sees it.
 
     ``format`` is the record's step format: ``parquet`` (a file or a folder of part files) or
-    ``delta`` (``version`` picks the table version; the latest when None). FileNotFoundError
-    when nothing is stored there.
+    ``delta`` (``version`` picks the table version, the latest when None; ``predicate`` the
+    rows of one partition). FileNotFoundError when nothing is stored there.
     """
     if format == "delta":
-        from ubunye_core.delta import read_delta_version
+        from ubunye_core.delta import commit_notes, latest_version, read_delta_version
 
-        table = read_delta_version(location, version, storage_options)
-        writer = footer_notes(table.schema).get("ubunye.writer")
+        table = read_delta_version(location, version, storage_options, predicate)
+        if version is None:
+            version = latest_version(location, storage_options)
+        writer = commit_notes(location, version, storage_options).get("ubunye.writer")
         return StoredTable(location, hashed_view(table, writer), writer)
     if format != "parquet":
         raise ValueError(f"cannot read a stored {format!r} materialisation (parquet or delta)")
