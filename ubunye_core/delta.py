@@ -95,16 +95,22 @@ def read_delta_version(
     return _plain_strings(pa.table(reader))
 
 
-def commit_notes(
+def commit_info(
     location: str, version: int, storage_options: Mapping[str, Any] | None = None
-) -> dict[str, str]:
-    """The ``ubunye.`` notes of the commit that made ``version``; empty when there are none."""
+) -> dict[str, Any]:
+    """The commit that made ``version`` (its operation, parameters and custom metadata); empty
+    when it is no longer in the recent history."""
     deltalake = _deltalake()
     table = deltalake.DeltaTable(location, storage_options=_options(storage_options))
     for commit in table.history(_HISTORY_SEARCH):
         if int(commit.get("version", -1)) == version:
-            return {k: str(v) for k, v in commit.items() if k.startswith("ubunye.")}
+            return dict(commit)
     return {}
+
+
+def commit_notes(commit: Mapping[str, Any]) -> dict[str, str]:
+    """The ``ubunye.`` notes (writer, digests) a commit carries."""
+    return {k: str(v) for k, v in commit.items() if k.startswith("ubunye.")}
 
 
 def latest_version(location: str, storage_options: Mapping[str, Any] | None = None) -> int:

@@ -123,11 +123,13 @@ def diff_tables(
     *,
     key: Sequence[str] | None = None,
     buckets: Iterable[int] | None = None,
+    digests: tuple[np.ndarray, np.ndarray] | None = None,
 ) -> RowDiff:
     """The rows removed, added (and with ``key``, changed) from ``before`` to ``after``.
 
     Both are Arrow tables as rows-v1 hashes them. ``buckets``: the differing buckets when the
     caller knows them from recorded sketches; otherwise they come from the rows' own sketches.
+    ``digests``: both tables' :func:`table_row_digests`, when the caller has them already.
     """
     key = list(key) if key else None
     if key:
@@ -135,7 +137,9 @@ def diff_tables(
             missing = [name for name in key if name not in table.column_names]
             if missing:
                 raise ValueError(f"key column(s) {missing} are not in the {side} table")
-    digests_before, digests_after = table_row_digests(before), table_row_digests(after)
+    if digests is None:
+        digests = table_row_digests(before), table_row_digests(after)
+    digests_before, digests_after = digests
     sketches = None
     if buckets is None:
         sketches = (

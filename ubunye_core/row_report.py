@@ -9,17 +9,17 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from ubunye_core.drift import partition_of
 from ubunye_core.hashing.digest import Fingerprint
 from ubunye_core.record import RunRecord, StepRecord
-from ubunye_core.row_diff import RowDiff, diff_tables
+from ubunye_core.row_diff import RowDiff, diff_tables, sketch_of_digests, table_row_digests
 from ubunye_core.sketch import BUCKETS, Sketch, combine, step_sketch
 from ubunye_core.store import LineageStore
-from ubunye_core.stored import StoredTable, read_stored
+from ubunye_core.stored import read_stored
 
 
 class ReportError(Exception):
@@ -181,39 +181,33 @@ def diff_versions(
 ) -> DiffReport:
     """Compare two versions row by row, reading only the differing buckets' rows.
 
-    When both sketches are recorded and equal nothing is read. When a version is no longer
-    stored (a Parquet file rewritten since), the report says so and keeps to the sketches.
+    When both sketches are recorded and equal nothing is read. A version no longer stored (a
+    Parquet file rewritten since, a vacuumed Delta version) is left out with a note saying so,
+    and the report keeps to the sketches.
     """
+    buckets = None
     if before.sketch is not None and after.sketch is not None:
         buckets = before.sketch.differing_buckets(after.sketch)
         if not buckets:
             return DiffReport(before, after, [])
-    else:
-        buckets = None
-    tables, notes = [], []
-    for side in (before, after):
-        stored = _read_if_still_there(side, notes, storage_options)
-        if stored is not None:
-            tables.append(stored)
-    if len(tables) < 2:
+    notes: list[str] = []
+    sides = [_stored_rows(side, notes, storage_options) for side in (before, after)]
+    if sides[0] is None or sides[1] is None:
         if buckets is None:
             raise ReportError("; ".join(notes) + " (and no recorded sketches to compare)")
-        return DiffReport(before, after, buckets or list(range(BUCKETS)), notes=notes)
-    diff = diff_tables(tables[0].view, tables[1].view, key=key)
-    for side, now in zip((before, after), diff.sketches or (), strict=False):
-        if side.sketch is not None and side.sketch != now:
-            notes.append(
-                f"{side.label}: the rows stored at {side.where()} are not the rows recorded "
-                "(rewritten since); compared as stored now"
-            )
+        return DiffReport(before, after, buckets, notes=notes)
+    (table_b, digests_b), (table_a, digests_a) = sides
+    diff = diff_tables(table_b, table_a, key=key, digests=(digests_b, digests_a))
     return DiffReport(before, after, diff.buckets, diff, notes)
 
 
-def _read_if_still_there(
+def _stored_rows(
     side: Version, notes: list[str], storage_options: dict[str, Any] | None
-) -> StoredTable | None:
+) -> tuple[Any, Any] | None:
+    """The side's stored rows and their digests; None (with a note) when they are gone or are no
+    longer the rows its sketch recorded."""
     try:
-        return read_stored(
+        stored = read_stored(
             side.location,
             format=side.format,
             version=side.version,
@@ -223,6 +217,14 @@ def _read_if_still_there(
     except FileNotFoundError as exc:
         notes.append(f"{side.label}: {exc}")
         return None
+    digests = table_row_digests(stored.view)
+    if side.sketch is not None and sketch_of_digests(stored.view, digests) != side.sketch:
+        notes.append(
+            f"{side.label}: the rows at {side.where()} are no longer the rows it wrote "
+            "(rewritten since; Parquet keeps only the latest, format='delta' keeps versions)"
+        )
+        return None
+    return stored.view, digests
 
 
 @dataclass(frozen=True)
@@ -264,3 +266,41 @@ def asset_digest(parts: Iterable[PartitionDigest]) -> Fingerprint:
         return combine([part.fingerprint for part in parts])
     except ValueError as exc:
         raise ReportError(f"the partitions cannot be combined: {exc}") from exc
+
+
+def drift_rows(
+    previous: Mapping[str, Any], current: Mapping[str, Any], *, sample: int = 5
+) -> dict[str, Any]:
+    """For a run whose rows drifted: per output, how many rows changed at most (from the two
+    sketches) and, when both versions are still stored, up to ``sample`` rows removed and added.
+
+    ``previous`` and ``current`` are run records as plain JSON; outputs without sketches on
+    both sides are left out.
+    """
+    before_record, after_record = (
+        RunRecord.model_validate(previous),
+        RunRecord.model_validate(current),
+    )
+    found: dict[str, Any] = {}
+    for step in after_record.outputs:
+        earlier = next((s for s in before_record.outputs if s.name == step.name), None)
+        if earlier is None or not step.location or not earlier.location:
+            continue
+        before, after = (
+            recorded_version(before_record, earlier),
+            recorded_version(after_record, step),
+        )
+        if before.sketch is None or after.sketch is None:
+            continue
+        report = diff_versions(before, after)
+        removed, added = report.most_changed()
+        entry: dict[str, Any] = {
+            "buckets_differing": len(report.buckets),
+            "rows_changed_at_most": {"removed": removed, "added": added},
+        }
+        if report.diff is not None:
+            entry["removed"] = report.diff.removed[:sample]
+            entry["added"] = report.diff.added[:sample]
+        entry["notes"] = report.notes
+        found[step.name] = entry
+    return found

@@ -90,12 +90,12 @@ def read_stored(
     rows of one partition). FileNotFoundError when nothing is stored there.
     """
     if format == "delta":
-        from ubunye_core.delta import commit_notes, latest_version, read_delta_version
+        from ubunye_core.delta import commit_info, commit_notes, latest_version, read_delta_version
 
         table = read_delta_version(location, version, storage_options, predicate)
         if version is None:
             version = latest_version(location, storage_options)
-        writer = commit_notes(location, version, storage_options).get("ubunye.writer")
+        writer = commit_notes(commit_info(location, version, storage_options)).get("ubunye.writer")
         return StoredTable(location, hashed_view(table, writer), writer)
     if format != "parquet":
         raise ValueError(f"cannot read a stored {format!r} materialisation (parquet or delta)")
