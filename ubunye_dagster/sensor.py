@@ -21,6 +21,7 @@ from dagster._core.definitions.asset_checks.asset_check_evaluation import (
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from ubunye_core import drift
+from ubunye_core.row_report import drift_rows
 from ubunye_dagster import metadata as metadata_keys
 
 if TYPE_CHECKING:
@@ -601,8 +602,6 @@ def _changed_rows_metadata(
 ) -> dict[str, Any]:
     """Which rows drifted, from the two run records: per output the rows changed at most (the
     sketches) and up to 5 rows removed and added when both versions are still stored."""
-    from ubunye_core.row_report import drift_rows
-
     notes: list[str] = []
     paths = (previous.record_path, current.record_path)
     records = [_read_run_record(path, notes) for path in paths if path]
