@@ -219,3 +219,53 @@ def fingerprint_of_sketch(sketch: Sketch) -> Fingerprint:
         row_count=sketch.rows,
         sketch=sketch,
     )
+
+
+def combined_input_step(name: str, steps: Sequence[Any], partitions: Sequence[str]) -> Any:
+    """One input step for several loaded partitions: their recorded digests combined (no row is
+    hashed again), or, when one cannot be combined, no digest and the reason as ``hash_error``.
+
+    ``steps`` are the partitions' ``StepRecord``s, in the order of ``partitions``.
+    """
+    from ubunye_core.record import StepRecord
+
+    note = f"combined from the digests of {len(steps)} partitions: {', '.join(partitions)}"
+    fingerprints = [
+        Fingerprint(
+            step.schema_hash or "", step.data_hash, step.row_count, sketch=step_sketch(step)
+        )
+        for step in steps
+    ]
+    try:
+        combined = combine(fingerprints)
+    except ValueError as exc:
+        combined = Fingerprint(
+            schema_hash=steps[0].schema_hash if steps else "",
+            data_hash=None,
+            row_count=None,
+            error=f"ValueError: {exc}",
+        )
+    step = StepRecord.from_fingerprint(
+        combined,
+        name=name,
+        direction="input",
+        format=steps[0].format if steps else "",
+        location=_common_location([step.location for step in steps]),
+        hash_seconds=0.0,
+        hash_basis="materialised",
+    )
+    step.source_note = note
+    return step
+
+
+def _common_location(locations: Sequence[str]) -> str:
+    """The folder (or table) the partitions' locations share; the first one when they share
+    none."""
+    import os
+
+    if len(set(locations)) <= 1:
+        return locations[0] if locations else ""
+    try:
+        return os.path.commonpath(locations)
+    except ValueError:  # URLs of different stores, or relative beside absolute paths
+        return locations[0]
