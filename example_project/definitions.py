@@ -14,6 +14,7 @@ from ubunye_dagster import (
     UbunyeResource,
     build_drift_sensor,
     build_reproducibility_checks,
+    with_error_records,
 )
 
 #: The usecase part of every task path ("example_shop/<group>/<asset key>").
@@ -36,7 +37,8 @@ SPARK_CONFIG = {
     "spark.sql.shuffle.partitions": "4",
 }
 
-ASSETS = dg.load_assets_from_modules([raw, sales, customers, spark])
+#: Every asset, each with the hook that records a step failing before it loads or returns anything.
+ASSETS = with_error_records(dg.load_assets_from_modules([raw, sales, customers, spark]))
 
 
 def build_definitions(home: Path) -> dg.Definitions:

@@ -142,9 +142,19 @@ class DagsterDev:
     Use as a context manager: the whole process group is ended on exit, whatever happened.
     """
 
-    def __init__(self, dagster_home: Path, example_home: Path, port: int | None = None) -> None:
+    def __init__(
+        self,
+        dagster_home: Path,
+        example_home: Path,
+        port: int | None = None,
+        *,
+        workspace: Path = WORKSPACE,
+        location: str = LOCATION,
+    ) -> None:
         self.dagster_home = dagster_home
         self.example_home = example_home
+        self.workspace = workspace
+        self.location = location
         self.port = port or free_port()
         self.url = f"http://{LOOPBACK}:{self.port}"
         self.log_path = dagster_home / "dagster-dev.log"
@@ -176,7 +186,7 @@ class DagsterDev:
             "dagster",
             "dev",
             "-w",
-            str(WORKSPACE),
+            str(self.workspace),
             "-h",
             LOOPBACK,
             "-p",
@@ -255,13 +265,13 @@ class DagsterDev:
                 last_problem = repr(problem)
             else:
                 for entry in workspace.get("locationEntries", []):
-                    if entry["name"] != LOCATION or entry["locationOrLoadError"] is None:
+                    if entry["name"] != self.location or entry["locationOrLoadError"] is None:
                         continue
                     loaded = entry["locationOrLoadError"]
                     if loaded["__typename"] == "PythonError":
                         raise WebserverError(f"code location failed: {loaded['message']}")
                     return
-                last_problem = f"location {LOCATION} not loaded yet"
+                last_problem = f"location {self.location} not loaded yet"
             time.sleep(0.5)
         raise WebserverError(f"not ready after {timeout:.0f}s ({last_problem}):\n{self.log_tail()}")
 
@@ -269,7 +279,7 @@ class DagsterDev:
         """Launch a run of one of the example's jobs; its run id."""
         params = {
             "selector": {
-                "repositoryLocationName": LOCATION,
+                "repositoryLocationName": self.location,
                 "repositoryName": REPOSITORY,
                 "jobName": job_name,
             },
@@ -314,7 +324,7 @@ class DagsterDev:
     def sensor_ticks(self, sensor_name: str) -> dict[str, Any]:
         """The sensor's state (RUNNING or STOPPED) and its latest ticks, newest first."""
         selector = {
-            "repositoryLocationName": LOCATION,
+            "repositoryLocationName": self.location,
             "repositoryName": REPOSITORY,
             "sensorName": sensor_name,
         }

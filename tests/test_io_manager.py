@@ -23,7 +23,7 @@ from ubunye_dagster.identity import (
     record_run_id,
     split_record_run_id,
 )
-from ubunye_dagster.recording import config_hash_of
+from ubunye_dagster.records import config_hash_of
 
 HERE = Path(__file__).resolve().parent
 

@@ -13,10 +13,9 @@ import pytest
 from dagster._core.definitions.reconstruct import ReconstructableJob
 
 from ubunye_core.store import LineageStore
-from ubunye_dagster import UbunyeIOManager, UbunyeResource
+from ubunye_dagster import UbunyeIOManager, UbunyeResource, with_error_records
 from ubunye_dagster.expectations import ExpectationError, parse_rules
 from ubunye_dagster.handlers import arrow_files
-from ubunye_dagster.recording import executing_job_and_plan
 
 
 def io_manager(root: Path, **settings) -> UbunyeIOManager:
@@ -157,7 +156,7 @@ def assert_no_input_failure_record(root: Path, dagster_run_id: str, task_path: s
 
 def test_a_step_that_fails_before_loading_or_returning_anything_leaves_an_error_record(tmp_path):
     result = dg.materialize(
-        [unreachable_source, stored_elsewhere],
+        with_error_records([unreachable_source, stored_elsewhere]),
         partition_key="2024-01-02",
         resources={"io_manager": io_manager(tmp_path), "elsewhere": dg.InMemoryIOManager()},
         raise_on_error=False,
@@ -176,28 +175,33 @@ def test_a_step_that_fails_before_loading_or_returning_anything_leaves_an_error_
     assert not (tmp_path / ".ubunye" / "lineage" / "dagster" / "default").exists()
 
 
-FOUND_AT_TEARDOWN: list = []
+unreachable_grid = unreachable(
+    "unreachable_grid",
+    partitions_def=dg.MultiPartitionsDefinition(
+        {
+            "day": dg.DailyPartitionsDefinition(start_date="2024-01-01"),
+            "region": dg.StaticPartitionsDefinition(["north", "south"]),
+        }
+    ),
+)
 
 
-class TeardownProbe(dg.ConfigurableResource):
-    """Notes what ``executing_job_and_plan`` finds when Dagster tears it down."""
+def test_a_multi_partition_step_failing_before_anything_is_recorded_with_each_key(tmp_path):
+    key = dg.MultiPartitionKey({"day": "2024-01-02", "region": "south"})
+    result = dg.materialize(
+        with_error_records([unreachable_grid]),
+        partition_key=key,
+        resources={"io_manager": io_manager(tmp_path)},
+        raise_on_error=False,
+    )
 
-    def teardown_after_execution(self, context) -> None:
-        FOUND_AT_TEARDOWN.append(executing_job_and_plan())
-
-
-@dg.asset
-def probed(probe: TeardownProbe) -> None:
-    return None
-
-
-def test_the_call_stack_still_shows_resource_teardown_the_executing_job():
-    """Guards the one Dagster internal the failure records above rely on."""
-    FOUND_AT_TEARDOWN.clear()
-    dg.materialize([probed], resources={"probe": TeardownProbe()})
-    [(job_def, plan)] = FOUND_AT_TEARDOWN
-    assert isinstance(job_def, dg.JobDefinition) and list(plan.step_keys_to_execute) == ["probed"]
-    assert executing_job_and_plan() is None
+    assert_no_input_failure_record(tmp_path, result.run_id, "dagster/default/unreachable_grid")
+    [record] = records(tmp_path, "dagster/default/unreachable_grid")
+    assert record.variables["partition_dimensions"] == {"day": "2024-01-02", "region": "south"}
+    assert record.variables["time_window"] == {
+        "start": "2024-01-02T00:00:00+00:00",
+        "end": "2024-01-03T00:00:00+00:00",
+    }
 
 
 SEEN_WHILE_RUNNING: list = []
@@ -442,7 +446,7 @@ def multiprocess_job() -> dg.JobDefinition:
     executor."""
     root = Path(os.environ["UBUNYE_TEST_ROOT"])
     defs = dg.Definitions(
-        assets=[ledger, fragile, unreachable_feed],
+        assets=with_error_records([ledger, fragile, unreachable_feed]),
         jobs=[dg.define_asset_job("ledger_job", executor_def=dg.multiprocess_executor)],
         resources={"io_manager": io_manager(root)},
     )

@@ -12,7 +12,7 @@ import pytest
 
 from ubunye_core import fingerprint
 from ubunye_core.store import LineageStore
-from ubunye_dagster import UbunyeIOManager, UbunyeResource
+from ubunye_dagster import UbunyeIOManager, UbunyeResource, with_error_records
 
 FRAME = pd.DataFrame({"sku": ["a", "b", "c"], "qty": [3, 0, 7]})
 
@@ -103,7 +103,7 @@ def export_unreachable(context, ubunye: UbunyeResource) -> None:
 def test_an_asset_failing_before_it_records_anything_leaves_an_error_record(tmp_path):
     settings = UbunyeResource(usecase_dir=str(tmp_path))
     result = dg.materialize(
-        [export_unreachable],
+        with_error_records([export_unreachable]),
         resources={"io_manager": dg.InMemoryIOManager(), "ubunye": settings},
         raise_on_error=False,
     )

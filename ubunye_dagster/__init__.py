@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from ubunye_core.drift import DRIFT_REASONS, INPUTS_CHANGED, INPUTS_UNKNOWN, SAME_INPUTS
+from ubunye_dagster.error_records import with_error_records
 from ubunye_dagster.expectations import ExpectationError, ExpectationFailed
 from ubunye_dagster.io_manager import UbunyeIOManager, UnverifiedReadError
 from ubunye_dagster.resource import Receipt, UbunyeResource
@@ -28,4 +29,5 @@ __all__ = [
     "UnverifiedReadError",
     "build_drift_sensor",
     "build_reproducibility_checks",
+    "with_error_records",
 ]

@@ -14,15 +14,19 @@ import re
 import time
 import typing
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import dagster as dg
 from pydantic import Field, PrivateAttr
 
+from ubunye_core.hashing import Fingerprint
 from ubunye_core.record import StepRecord
-from ubunye_dagster import recording
+from ubunye_core.store import encode_name
+from ubunye_dagster import dagster_internals as internals
 from ubunye_dagster.expectations import (
     ExpectationFailed,
+    Rule,
     broken_fail_rules,
     check_rules,
     parse_rules,
@@ -35,10 +39,18 @@ from ubunye_dagster.handlers import (
     handler_for_object,
     handler_for_type,
 )
-from ubunye_dagster.handlers.base import DATA_HASH_KEY, SCHEMA_HASH_KEY, WRITER_KEY
-from ubunye_dagster.identity import RecordIdentity, check_usecase, record_run_id
+from ubunye_dagster.handlers.base import DATA_HASH_KEY, SCHEMA_HASH_KEY, WRITER_KEY, StagedWrite
 from ubunye_dagster.metadata import DATA_HASH, EXPECTATIONS, output_metadata
+from ubunye_dagster.records import OpenRecord, close_record
 from ubunye_dagster.resource import UbunyeResource
+from ubunye_dagster.session import (
+    LoadedInput,
+    StepSession,
+    asset_record,
+    close_run,
+    open_session,
+    save_running_records,
+)
 
 EXTENSION = ".parquet"
 _PLAIN_SEGMENT = re.compile(r"^[A-Za-z0-9_=+@,-][A-Za-z0-9_.=+@,-]*$")
@@ -50,8 +62,6 @@ class UnverifiedReadError(Exception):
 
 def path_segment(text: str) -> str:
     """A key part or partition key as one safe path segment (odd ones name-encoded)."""
-    from ubunye_core.store import encode_name
-
     text = str(text)
     return text if _PLAIN_SEGMENT.match(text) and text not in (".", "..") else encode_name(text)
 
@@ -100,11 +110,11 @@ class UbunyeIOManager(dg.ConfigurableIOManager):
 
     _handler_list: list[FrameHandler] | None = PrivateAttr(default=None)
 
-    # --- settings and paths ---------------------------------------------------------------
+    # --- the resource and paths ------------------------------------------------------------
 
     @property
-    def settings(self) -> UbunyeResource:
-        """The record settings in force."""
+    def resource(self) -> UbunyeResource:
+        """The ``UbunyeResource`` in force (its defaults when none was given)."""
         return self.ubunye if self.ubunye is not None else UbunyeResource()
 
     def handlers(self) -> list[FrameHandler]:
@@ -137,18 +147,15 @@ class UbunyeIOManager(dg.ConfigurableIOManager):
         return self.base().joinpath(*parts)
 
     def teardown_after_execution(self, context: dg.InitResourceContext) -> None:
-        """Finish the records of this run's steps that failed, whether after loading their inputs
-        or before touching the IO manager at all.
+        """Close the records of this run's steps still open in this process: a step that failed
+        after loading its inputs gets its ``error`` record.
 
         Dagster tears resources down whether or not a step failed (once per run in-process, once
-        per step in a step's own process), and never calls ``handle_output`` after a failure, so
-        this is where such records get their error.
+        per step in a step's own process), and never calls ``handle_output`` after a failure. A
+        step that fails before touching the IO manager is recorded by ``with_error_records``.
         """
-        recording.close_run_records(
-            context,
-            self.settings,
-            claims=lambda job_def, keys, op_def, asset_node: asset_node.io_manager_key in keys,
-        )
+        if context.run is not None:
+            close_run(context.run.run_id)
 
     # --- write -----------------------------------------------------------------------------
 
@@ -157,217 +164,104 @@ class UbunyeIOManager(dg.ConfigurableIOManager):
         if obj is None:
             context.log.debug("UbunyeIOManager: the output is None; nothing stored or recorded")
             return
-        settings = self.settings
-        step_context = context.step_context
-        session = recording.open_session(context.run_id, context.step_key, step_context)
-        handler = handler_for_object(self.handlers(), obj)
+        session = open_session(context.step_context)
         with session.lock:
             transform = session.transform_timing(context.op_def.name)
-            if context.has_asset_key:
-                partition_key = recording.output_partition(step_context, context.name)
-                path = self._asset_path(context.asset_key, partition_key)
-                open_record = recording.asset_record(
-                    session,
-                    settings,
-                    asset_key=context.asset_key,
-                    output_name=context.name,
-                    partition_key=partition_key,
-                )
-                step_name = context.asset_key.to_user_string()
-                input_names = recording.input_names_for(session, context.asset_key)
-                unseen = recording.unseen_inputs(session, context.asset_key)
-            else:
-                partition_key = None
-                path = self._op_path(context.get_identifier())
-                open_record = self._op_record(session, context)
-                step_name = context.name
-                input_names, unseen = None, []
+            target = self._target(context, session)
             rules = parse_rules(context.definition_metadata.get(EXPECTATIONS))
-            self._write(
-                context, handler, obj, path, open_record, session, step_name, rules,
-                input_names, unseen, transform, partition_key,
-            )  # fmt: skip
+            write = _Write(target.step_name, rules)
+            try:
+                write.stage_and_check(self.handlers(), obj, target.path, context)
+                write.commit()
+            except BaseException as exc:
+                write.discard()
+                target.record_failure(session, write, transform, exc)
+                raise
+            record_path, keys = target.record_success(session, write, transform)
+        write.log_broken_warnings(context)
+        self._add_metadata(context, target, write, record_path, keys)
 
-    def _write(
-        self,
-        context: dg.OutputContext,
-        handler: FrameHandler,
-        obj: Any,
-        path: Any,
-        open_record: recording.OpenRecord,
-        session: recording.StepSession,
-        step_name: str,
-        rules: list[Any],
-        input_names: list[str] | None,
-        unseen: list[recording.LoadedInput],
-        transform: dict[str, Any],
-        partition_key: str | None,
-    ) -> None:
-        record = open_record.record
-        record.backend = handler.backend
-        staged = None
-        results: list[dict[str, Any]] = []
-        try:
-            staged = handler.stage(obj, path, context)
-            started = time.perf_counter()
-            fp = staged.fingerprint()
-            hash_seconds = round(time.perf_counter() - started, 6)
-            if rules:
-                results = check_rules(rules, staged.rule_counter(), step_name)
-            broken = broken_fail_rules(results)
-            if broken:
-                raise ExpectationFailed(step_name, broken)
-            notes = {WRITER_KEY: handler.kind, SCHEMA_HASH_KEY: fp.schema_hash}
-            if fp.data_hash is not None:
-                notes[DATA_HASH_KEY] = fp.data_hash
-            staged.commit(notes)
-        except BaseException as exc:
-            if staged is not None:
-                staged.discard()
-            timings = [transform]
-            if staged is not None and staged.write_watch.seconds:
-                timings.append(self._write_timing(handler, step_name, staged.write_watch.seconds))
-            recording.fill_steps(
-                record, session, input_names=input_names, unseen=unseen,
-                extra_timings=timings, expectations=results,
-            )  # fmt: skip
-            recording.finish(record, "error", exc)
-            open_record.save()
-            open_record.finished = True
-            raise
-        output = StepRecord.from_fingerprint(
-            fp,
-            name=step_name,
-            direction="output",
-            format=staged.format,
-            location=staged.location,
-            hash_seconds=hash_seconds,
-            hash_basis="materialised",
-        )
-        keys = recording.fill_steps(
-            record,
+    def _target(self, context: dg.OutputContext, session: StepSession) -> _Target:
+        """Where the output goes and the record it completes."""
+        if not context.has_asset_key:
+            subject = internals.step_op_subject(context.step_context, context.name)
+            return _Target(
+                path=self._op_path(context.get_identifier()),
+                open_record=session.record(subject, self.resource, context.name),
+                step_name=context.name,
+                inputs=session.inputs_of(None),
+            )
+        partition_key = internals.output_partition(context.step_context, context.name)
+        open_record = asset_record(
             session,
-            input_names=input_names,
-            unseen=unseen,
-            outputs=[output],
-            extra_timings=[
-                transform,
-                self._write_timing(handler, step_name, staged.write_watch.seconds),
-            ],
-            expectations=results,
+            self.resource,
+            context.asset_key,
+            output_name=context.name,
+            partition_key=partition_key,
         )
-        recording.finish(record, "success")
-        record_path = open_record.save()
-        open_record.finished = True
-        for entry in results:
-            if not entry["passed"]:
-                context.log.warning(
-                    f"{step_name}: expectation {entry['rule']} ({entry['kind']}) broken by "
-                    f"{entry['failed']} of {entry['total']} rows (severity warn)"
-                )
+        return _Target(
+            path=self._asset_path(context.asset_key, partition_key),
+            open_record=open_record,
+            step_name=context.asset_key.to_user_string(),
+            inputs=session.inputs_of(context.asset_key),
+            partition_key=partition_key,
+        )
+
+    @staticmethod
+    def _add_metadata(
+        context: dg.OutputContext,
+        target: _Target,
+        write: _Write,
+        record_path: str,
+        input_asset_keys: dict[str, str | None],
+    ) -> None:
+        """The receipt as the materialisation's metadata, and its digest as the data version."""
         try:
-            pairs = staged.schema_pairs()
+            pairs = write.staged.schema_pairs()
         except Exception:  # a type rows-v1 has no name for; the hash error already says so
             pairs = None
         context.add_output_metadata(
             output_metadata(
-                record,
-                output,
+                target.open_record.record,
+                write.output_step(),
                 record_path=record_path,
-                input_asset_keys=keys,
+                input_asset_keys=input_asset_keys,
                 schema_pairs=pairs,
-                partition_key=partition_key,
-                expectation_results=results,
+                partition_key=target.partition_key,
+                expectation_results=write.results,
             )
         )
-        if fp.data_hash is not None and context.has_asset_key:
+        if write.fp.data_hash is not None and context.has_asset_key:
             # The materialisation's data version is its content: identical rows keep
             # downstream assets fresh, changed rows make them stale.
-            context.step_context.set_data_version(context.asset_key, dg.DataVersion(fp.data_hash))
-
-    @staticmethod
-    def _write_timing(handler: FrameHandler, step_name: str, seconds: float) -> dict[str, Any]:
-        return {
-            "step": f"Writer:{handler.kind}-parquet",
-            "output": step_name,
-            "seconds": round(seconds, 6),
-        }
-
-    def _op_record(
-        self, session: recording.StepSession, context: dg.OutputContext
-    ) -> recording.OpenRecord:
-        """The record of an op output (no asset): package = job name, task = ``<op>.<output>``."""
-        from ubunye_core.store import encode_name, task_name_for_key
-
-        settings = self.settings
-        identity = RecordIdentity(
-            usecase=check_usecase(settings.usecase),
-            package=encode_name(context.job_name),
-            task=task_name_for_key([context.op_def.name, context.name]),
-            run_id=record_run_id(context.run_id),
-        )
-        existing = session.record_for(identity)
-        if existing is not None:
-            return existing
-        step_context = context.step_context
-        record = recording.new_record(
-            identity,
-            session,
-            code_hash_value=session.code_hash_of(
-                recording.code_folder_for(context.op_def, None, settings.code_folder)
-            ),
-            config_hash=recording.config_hash_of(step_context.op_config),
-            variables=recording.run_variables(
-                dagster_run_id=context.run_id,
-                step_key=context.step_key,
-                asset_key=None,
-                partition_key=None,
-                partition_dimensions=None,
-                time_window=None,
-                tags=dict(step_context.dagster_run.tags),
-                job_name=context.job_name,
-            ),
-            model="op",
-        )
-        return session.keep(
-            recording.OpenRecord(
-                identity=identity, store=settings.store(), record=record, output_name=context.name
-            )
-        )
+            internals.set_data_version(context.step_context, context.asset_key, write.fp.data_hash)
 
     # --- read ------------------------------------------------------------------------------
 
     def load_input(self, context: dg.InputContext) -> Any:
         """Load the stored frame(s) as the annotated type (else the written type), hashing and
         verifying each as configured; several partitions load as ``{partition key: frame}``."""
-        settings = self.settings
-        step_context = context.step_context
-        session = recording.open_session(step_context.run_id, step_context.step.key, step_context)
+        session = open_session(context.step_context)
         wanted = annotated_frame_type(context.dagster_type)
         try:
-            return self._load(context, session, settings, wanted)
+            return self._load(context, session, wanted)
         finally:
             # Even when this load failed, the step's record shows what it had loaded.
-            self._save_running(session, settings)
+            save_running_records(session, self.resource)
 
     def _load(
         self,
         context: dg.InputContext,
-        session: recording.StepSession,
-        settings: UbunyeResource,
+        session: StepSession,
         wanted: Any,
     ) -> Any:
         if not context.has_asset_key:
             path = self._op_path(context.upstream_output.get_identifier())
-            return self._load_one(
-                context, session, settings, path, context.name, None, None, wanted
-            )
+            return self._load_one(context, session, path, context.name, None, None, wanted)
         asset_key = context.asset_key
         if not context.has_asset_partitions:
             path = self._asset_path(asset_key, None)
-            return self._load_one(
-                context, session, settings, path, context.name, asset_key, None, wanted
-            )
+            return self._load_one(context, session, path, context.name, asset_key, None, wanted)
         keys = list(context.asset_partition_keys)
         allow_missing = bool(context.definition_metadata.get("allow_missing_partitions", False))
         frames: dict[str, Any] = {}
@@ -375,9 +269,7 @@ class UbunyeIOManager(dg.ConfigurableIOManager):
             name = context.name if len(keys) == 1 else f"{context.name}[{key}]"
             path = self._asset_path(asset_key, key)
             try:
-                frames[key] = self._load_one(
-                    context, session, settings, path, name, asset_key, key, wanted
-                )
+                frames[key] = self._load_one(context, session, path, name, asset_key, key, wanted)
             except FileNotFoundError:
                 if not allow_missing:
                     raise
@@ -385,10 +277,6 @@ class UbunyeIOManager(dg.ConfigurableIOManager):
         if len(keys) == 1:
             return frames.get(keys[0])
         return frames
-
-    def _save_running(self, session: recording.StepSession, settings: UbunyeResource) -> None:
-        with session.lock:
-            recording.open_running_records(session, settings)
 
     def _reader_for(self, path: Any, wanted: Any) -> FrameHandler:
         handler = handler_for_type(self.handlers(), wanted) if wanted is not None else None
@@ -400,8 +288,7 @@ class UbunyeIOManager(dg.ConfigurableIOManager):
     def _load_one(
         self,
         context: dg.InputContext,
-        session: recording.StepSession,
-        settings: UbunyeResource,
+        session: StepSession,
         path: Any,
         name: str,
         asset_key: dg.AssetKey | None,
@@ -412,7 +299,8 @@ class UbunyeIOManager(dg.ConfigurableIOManager):
         loaded = handler.load(path, context, wanted)
         mismatch = None
         asset_text = "/".join(asset_key.path) if asset_key is not None else None
-        if settings.hash_inputs:
+        resource = self.resource
+        if resource.hash_inputs:
             started = time.perf_counter()
             fp = loaded.fingerprint()
             seconds = round(time.perf_counter() - started, 6)
@@ -425,10 +313,8 @@ class UbunyeIOManager(dg.ConfigurableIOManager):
                 hash_seconds=seconds,
                 hash_basis=loaded.hash_basis,
             )
-            if settings.verify_reads != "off":
-                mismatch = self._verify(
-                    context, settings, step, loaded, path, asset_key, partition_key
-                )
+            if resource.verify_reads != "off":
+                mismatch = self._verify(context, step, loaded, path, asset_key, partition_key)
         else:
             step = StepRecord(
                 name=name,
@@ -438,7 +324,7 @@ class UbunyeIOManager(dg.ConfigurableIOManager):
                 source_note="not hashed: hash_inputs is off",
             )
         session.add_input(
-            recording.LoadedInput(step=step, asset_key=asset_text, input_name=context.name),
+            LoadedInput(step=step, asset_key=asset_text, input_name=context.name),
             read_seconds=round(loaded.read_seconds, 6),
             reader=f"{handler.kind}-parquet",
         )
@@ -449,7 +335,6 @@ class UbunyeIOManager(dg.ConfigurableIOManager):
     def _verify(
         self,
         context: dg.InputContext,
-        settings: UbunyeResource,
         step: StepRecord,
         loaded: Any,
         path: Any,
@@ -485,10 +370,126 @@ class UbunyeIOManager(dg.ConfigurableIOManager):
             "UbunyeResource(verify_reads='warn') to only warn)."
         )
         step.source_note = f"verification failed: {message}"
-        if settings.verify_reads == "fail":
+        if self.resource.verify_reads == "fail":
             return message
         context.log.warning(message)
         return None
+
+
+@dataclass
+class _Target:
+    """Where one output is written and the record it completes."""
+
+    path: Any
+    open_record: OpenRecord
+    step_name: str
+    inputs: list[LoadedInput]
+    partition_key: str | None = None
+
+    def record_failure(
+        self, session: StepSession, write: _Write, transform: dict[str, Any], exc: BaseException
+    ) -> None:
+        """Close the record ``error``: what was loaded, timed and checked, and the masked error."""
+        if write.handler is not None:
+            self.open_record.record.backend = write.handler.backend
+        session.fill(
+            self.open_record,
+            self.inputs,
+            extra_timings=write.timings(transform, committed=False),
+            expectations=write.results,
+        )
+        close_record(self.open_record.record, "error", exc)
+        self.open_record.save()
+        self.open_record.closed = True
+
+    def record_success(
+        self, session: StepSession, write: _Write, transform: dict[str, Any]
+    ) -> tuple[str, dict[str, str | None]]:
+        """Close the record ``success`` with its output; returns its path and the inputs' keys."""
+        self.open_record.record.backend = write.handler.backend
+        keys = session.fill(
+            self.open_record,
+            self.inputs,
+            outputs=[write.output_step()],
+            extra_timings=write.timings(transform, committed=True),
+            expectations=write.results,
+        )
+        close_record(self.open_record.record, "success")
+        path = self.open_record.save()
+        self.open_record.closed = True
+        return path, keys
+
+
+class _Write:
+    """One output's write: staged, hashed, checked against its rules, then committed (or
+    discarded, leaving the previous data in place)."""
+
+    def __init__(self, step_name: str, rules: list[Rule]):
+        self.handler: FrameHandler | None = None
+        self.step_name = step_name
+        self.rules = rules
+        self.staged: StagedWrite | None = None
+        self.fp: Fingerprint | None = None
+        self.hash_seconds = 0.0
+        self.results: list[dict[str, Any]] = []
+
+    def stage_and_check(
+        self, handlers: list[FrameHandler], obj: Any, path: Any, context: dg.OutputContext
+    ) -> None:
+        """Stage ``obj`` beside ``path`` with the handler for its type, hash it and check the
+        rules (TypeError for an object no handler stores, ExpectationFailed when a rule of
+        severity ``fail`` is broken)."""
+        self.handler = handler_for_object(handlers, obj)
+        self.staged = self.handler.stage(obj, path, context)
+        started = time.perf_counter()
+        self.fp = self.staged.fingerprint()
+        self.hash_seconds = round(time.perf_counter() - started, 6)
+        if self.rules:
+            self.results = check_rules(self.rules, self.staged.rule_counter(), self.step_name)
+        broken = broken_fail_rules(self.results)
+        if broken:
+            raise ExpectationFailed(self.step_name, broken)
+
+    def commit(self) -> None:
+        """Move the staged data into place, with the writer's notes."""
+        notes = {WRITER_KEY: self.handler.kind, SCHEMA_HASH_KEY: self.fp.schema_hash}
+        if self.fp.data_hash is not None:
+            notes[DATA_HASH_KEY] = self.fp.data_hash
+        self.staged.commit(notes)
+
+    def discard(self) -> None:
+        """Drop what was staged (nothing was written in place)."""
+        if self.staged is not None:
+            self.staged.discard()
+
+    def timings(self, transform: dict[str, Any], *, committed: bool) -> list[dict[str, Any]]:
+        """The transform's timing, then the write's (a failed write's only if it wrote)."""
+        seconds = self.staged.write_watch.seconds if self.staged is not None else 0.0
+        if not committed and not seconds:
+            return [transform]
+        step = f"Writer:{self.handler.kind}-parquet"
+        return [transform, {"step": step, "output": self.step_name, "seconds": round(seconds, 6)}]
+
+    def output_step(self) -> StepRecord:
+        """The output as the record's step."""
+        return StepRecord.from_fingerprint(
+            self.fp,
+            name=self.step_name,
+            direction="output",
+            format=self.staged.format,
+            location=self.staged.location,
+            hash_seconds=self.hash_seconds,
+            hash_basis="materialised",
+        )
+
+    def log_broken_warnings(self, context: dg.OutputContext) -> None:
+        """A warning for each broken rule of severity ``warn``."""
+        for entry in self.results:
+            if not entry["passed"]:
+                context.log.warning(
+                    f"{self.step_name}: expectation {entry['rule']} ({entry['kind']}) broken by "
+                    f"{entry['failed']} of {entry['total']} rows (severity warn)"
+                )
 
 
 def _stored_writer(path: Any) -> str | None:

@@ -23,9 +23,11 @@ from pydantic import Field, field_validator
 from ubunye_core.hashing import Fingerprint, fingerprint
 from ubunye_core.record import RunRecord, StepRecord
 from ubunye_core.store import LineageStore
-from ubunye_dagster import recording
+from ubunye_dagster import dagster_internals as internals
 from ubunye_dagster.identity import DEFAULT_USECASE, check_usecase
 from ubunye_dagster.metadata import output_metadata
+from ubunye_dagster.records import close_record
+from ubunye_dagster.session import asset_record, close_run, open_session
 
 
 @dataclass
@@ -96,7 +98,7 @@ class UbunyeResource(dg.ConfigurableResource):
 
     def record_output(
         self,
-        context: Any,
+        context: dg.AssetExecutionContext,
         frame: Any,
         *,
         location: str,
@@ -107,67 +109,52 @@ class UbunyeResource(dg.ConfigurableResource):
         """Hash ``frame`` (the rows the asset wrote itself to ``location``) and save it as an
         output of the asset's record, beside the inputs the step loaded. Call it once per table
         written; the record keeps every output recorded."""
-        op_context = getattr(context, "op_execution_context", context)
-        step_context = op_context.get_step_execution_context()
+        session = open_session(internals.step_context_of(context))
         asset_key = context.asset_key
         partition_key = context.partition_key if context.has_partition_key else None
-        session = recording.open_session(context.run.run_id, step_context.step.key, step_context)
+        step_name = name or "/".join(asset_key.path)
         with session.lock:
-            transform = session.transform_timing(step_context.op_def.name)
-            open_record = recording.asset_record(
-                session,
-                self,
-                asset_key=asset_key,
-                output_name=None,
-                partition_key=partition_key,
+            transform = session.transform_timing(context.op_def.name)
+            open_record = asset_record(
+                session, self, asset_key, output_name=None, partition_key=partition_key
             )
-            started = time.perf_counter()
-            fp = self.fingerprint(frame)
-            seconds = round(time.perf_counter() - started, 6)
-            step_name = name or "/".join(asset_key.path)
-            output = StepRecord.from_fingerprint(
-                fp,
-                name=step_name,
-                direction="output",
-                format=format,
-                location=location,
-                hash_seconds=seconds,
-                hash_basis="materialised",
-            )
+            output, fp = self._hashed_output(frame, step_name, format=format, location=location)
             record = open_record.record
-            outputs = [step for step in record.outputs if step.name != step_name] + [output]
-            names = recording.input_names_for(session, asset_key)
-            keys = recording.fill_steps(
-                record,
-                session,
-                input_names=names,
-                unseen=recording.unseen_inputs(session, asset_key),
-                outputs=outputs,
+            keys = session.fill(
+                open_record,
+                session.inputs_of(asset_key),
+                outputs=[step for step in record.outputs if step.name != step_name] + [output],
                 extra_timings=[transform],
                 expectations=record.expectations,
             )
-            if backend:
-                record.backend = backend
-            recording.finish(record, "success")
+            record.backend = backend or record.backend
+            close_record(record, "success")
             path = open_record.save()
         metadata = output_metadata(
-            record,
-            output,
-            record_path=path,
-            input_asset_keys=keys,
-            partition_key=partition_key,
+            record, output, record_path=path, input_asset_keys=keys, partition_key=partition_key
         )
         version = dg.DataVersion(fp.data_hash) if fp.data_hash is not None else None
         return Receipt(record=record, record_path=path, metadata=metadata, data_version=version)
 
+    def _hashed_output(
+        self, frame: Any, step_name: str, *, format: str, location: str
+    ) -> tuple[StepRecord, Fingerprint]:
+        started = time.perf_counter()
+        fp = self.fingerprint(frame)
+        seconds = round(time.perf_counter() - started, 6)
+        output = StepRecord.from_fingerprint(
+            fp,
+            name=step_name,
+            direction="output",
+            format=format,
+            location=location,
+            hash_seconds=seconds,
+            hash_basis="materialised",
+        )
+        return output, fp
+
     def teardown_after_execution(self, context: dg.InitResourceContext) -> None:
-        """Finish the records of steps that failed: after loading their inputs, after recording
-        an output, or (for assets that use this resource and are not stored by an
-        ``UbunyeIOManager``, which records those itself) before doing anything at all."""
-        recording.close_run_records(context, self, claims=_uses_resource_unmanaged)
-
-
-def _uses_resource_unmanaged(job_def: Any, keys: set[str], op_def: Any, asset_node: Any) -> bool:
-    """An asset whose op uses this resource and that no ``UbunyeIOManager`` stores."""
-    uses = bool(keys & set(op_def.required_resource_keys))
-    return uses and not recording.stored_by_ubunye(job_def, asset_node)
+        """Close the records of this run's steps still open in this process: a step that failed
+        after loading its inputs or after recording an output gets its ``error`` record."""
+        if context.run is not None:
+            close_run(context.run.run_id)

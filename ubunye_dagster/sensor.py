@@ -12,22 +12,18 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import dagster as dg
-from dagster._core.definitions.asset_checks.asset_check_evaluation import (
-    AssetCheckEvaluationTargetMaterializationData,
-)
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from ubunye_core import drift
 from ubunye_core.row_report import drift_rows
 from ubunye_dagster import metadata as metadata_keys
-
-if TYPE_CHECKING:
-    from dagster._core.definitions.unresolved_asset_job_definition import (
-        UnresolvedAssetJobDefinition,
-    )
+from ubunye_dagster.dagster_internals import (
+    AssetCheckEvaluationTargetMaterializationData,
+    UnresolvedAssetJobDefinition,
+)
 
 #: Name of the asset check the sensor reports on every watched asset.
 CHECK_NAME = "ubunye_reproducible"
@@ -243,6 +239,39 @@ def tag_drifted_runs(
     return written
 
 
+def evaluate_drift_tick(
+    context: dg.SensorEvaluationContext,
+    settings: DriftSettings,
+    asset_keys: list[dg.AssetKey] | None,
+    *,
+    alert: bool,
+) -> dg.SensorResult:
+    """One tick of the drift sensor: judge what is new, tag and report what drifted."""
+    cursor = DriftCursor.parse(context.cursor)
+    findings, moved_to = judge_pending_materialisations(
+        context.instance, cursor, settings, asset_keys
+    )
+    if moved_to == cursor:
+        return dg.SensorResult(skip_reason=NOTHING_NEW, cursor=cursor.dump())
+    tag_drifted_runs(context.instance, findings, settings.flag_reasons)
+    flagged = [f for f in findings if f.judgement.is_flagged(settings.flag_reasons)]
+    for finding in flagged:
+        context.log.warning(
+            f"{finding.asset_key.to_user_string()} drifted ({finding.judgement.reason}) in "
+            f"run {finding.run_id or '(no run)'}"
+        )
+    run_requests = [_alert_request(f) for f in flagged] if alert else []
+    return dg.SensorResult(
+        run_requests=run_requests,
+        # Without run requests Dagster records the tick as skipped; say what it did.
+        skip_reason=None
+        if run_requests
+        else f"judged {len(findings)} materialisation(s), {len(flagged)} flagged",
+        asset_events=[check_evaluation_for(f, settings.flag_reasons) for f in findings],
+        cursor=moved_to.dump(),
+    )
+
+
 def build_drift_sensor(
     assets: Iterable[CoercibleToWatchedAsset] | None = None,
     *,
@@ -275,29 +304,7 @@ def build_drift_sensor(
     )
 
     def evaluate(context: dg.SensorEvaluationContext) -> dg.SensorResult:
-        cursor = DriftCursor.parse(context.cursor)
-        findings, moved_to = judge_pending_materialisations(
-            context.instance, cursor, settings, asset_keys
-        )
-        if moved_to == cursor:
-            return dg.SensorResult(skip_reason=NOTHING_NEW, cursor=cursor.dump())
-        tag_drifted_runs(context.instance, findings, settings.flag_reasons)
-        flagged = [f for f in findings if f.judgement.is_flagged(settings.flag_reasons)]
-        for finding in flagged:
-            context.log.warning(
-                f"{finding.asset_key.to_user_string()} drifted ({finding.judgement.reason}) in "
-                f"run {finding.run_id or '(no run)'}"
-            )
-        run_requests = [_alert_request(f) for f in flagged] if alert_job is not None else []
-        return dg.SensorResult(
-            run_requests=run_requests,
-            # Without run requests Dagster records the tick as skipped; say what it did.
-            skip_reason=None
-            if run_requests
-            else f"judged {len(findings)} materialisation(s), {len(flagged)} flagged",
-            asset_events=[check_evaluation_for(f, settings.flag_reasons) for f in findings],
-            cursor=moved_to.dump(),
-        )
+        return evaluate_drift_tick(context, settings, asset_keys, alert=alert_job is not None)
 
     return dg.SensorDefinition(
         name=name,

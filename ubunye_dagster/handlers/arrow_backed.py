@@ -11,6 +11,7 @@ from abc import abstractmethod
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
+from ubunye_core.hashing import arrow_schema_pairs
 from ubunye_core.hashing.digest import Fingerprint
 from ubunye_dagster.expectations import ArrowRuleCounter, RuleCounter
 from ubunye_dagster.handlers import arrow_files
@@ -52,8 +53,6 @@ class ArrowStagedWrite(StagedWrite):
         return self._fingerprint
 
     def schema_pairs(self) -> list[tuple[str, str]]:
-        from ubunye_core.hashing import arrow_schema_pairs
-
         try:
             table = self._hashed_view()
         except ValueError:  # an index only pandas prepares: the table's own columns

@@ -17,6 +17,8 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from ubunye_core.hashing import fingerprint, fingerprint_arrow
+from ubunye_core.hashing.fingerprint import failed_fingerprint
 from ubunye_core.stored import footer_notes, hashed_view, pandas_view
 from ubunye_dagster.handlers.base import SIDECAR_NAME
 
@@ -157,16 +159,12 @@ def fingerprint_stored(table: pa.Table, writer: str | None, view: pa.Table | Non
 
     ``view`` is ``hashed_view(table, writer)`` when the caller has prepared it already.
     """
-    from ubunye_core.hashing import fingerprint, fingerprint_arrow
-
     if view is None:
         try:
             view = hashed_view(table, writer)
         except ValueError:
             return fingerprint(table.to_pandas())
         except Exception as exc:  # the honest-failure path of the hash itself
-            from ubunye_core.hashing.fingerprint import failed_fingerprint
-
             return failed_fingerprint(table, exc)
     return fingerprint_arrow(view)
 

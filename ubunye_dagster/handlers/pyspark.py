@@ -14,7 +14,10 @@ from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager, suppress
 from typing import Any
 
+from ubunye_core.hashing import fingerprint
 from ubunye_core.hashing.digest import Fingerprint
+from ubunye_core.hashing.spark import spark_schema_pairs
+from ubunye_dagster import dagster_internals as internals
 from ubunye_dagster.expectations import RuleCounter
 from ubunye_dagster.handlers import arrow_files
 from ubunye_dagster.handlers.base import (
@@ -55,12 +58,7 @@ def session_conf(spark: Any, key: str, value: str) -> Iterator[None]:
 def session_for(context: Any, resource_key: str | None) -> Any:
     """The step's ``PySparkResource`` session under ``resource_key``, else the active session."""
     if resource_key:
-        resources = None
-        try:
-            resources = context.step_context.resources
-        except Exception:  # a context built outside a run has no step
-            resources = None
-        resource = getattr(resources, resource_key, None) if resources is not None else None
+        resource = internals.step_resource(context, resource_key)
         session = getattr(resource, "spark_session", None)
         if session is not None:
             return session
@@ -160,14 +158,10 @@ class SparkStagedWrite(StagedWrite):
 
     def fingerprint(self) -> Fingerprint:
         if self._fingerprint is None:
-            from ubunye_core.hashing import fingerprint
-
             self._fingerprint = fingerprint(self.written)
         return self._fingerprint
 
     def schema_pairs(self) -> list[tuple[str, str]]:
-        from ubunye_core.hashing.spark import spark_schema_pairs
-
         return spark_schema_pairs(self.written)
 
     def rule_counter(self) -> RuleCounter:
@@ -210,8 +204,6 @@ class SparkHandler(FrameHandler):
         return SparkStagedWrite(obj, path)
 
     def load(self, path: Any, context: Any, as_type: type | None = None) -> LoadedFrame:
-        from ubunye_core.hashing import fingerprint
-
         spark = session_for(context, self.resource_key)
         started = time.perf_counter()
         if arrow_files.is_local(path) and not path.exists():

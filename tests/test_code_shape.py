@@ -1,0 +1,105 @@
+"""The shape the glue keeps: short functions, one direction of imports, no call-stack reading,
+and Dagster internals read in one module only."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+PROJECT = ("ubunye_core", "ubunye_dagster")
+INTERNALS = ROOT / "ubunye_dagster" / "dagster_internals.py"
+
+
+def modules() -> dict[str, Path]:
+    """Every project module by dotted name."""
+    found = {}
+    for package in PROJECT:
+        for path in (ROOT / package).rglob("*.py"):
+            parts = list(path.relative_to(ROOT).with_suffix("").parts)
+            if parts[-1] == "__init__":
+                parts.pop()
+            found[".".join(parts)] = path
+    return found
+
+
+def imported_modules(path: Path, known: dict[str, Path]) -> set[str]:
+    """The project modules ``path`` imports (a name imported from a package counts as its
+    submodule when it is one)."""
+    imported = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            imported |= {alias.name for alias in node.names if alias.name in known}
+        elif isinstance(node, ast.ImportFrom) and node.module in known:
+            for alias in node.names:
+                sub = f"{node.module}.{alias.name}"
+                imported.add(sub if sub in known else node.module)
+    return imported
+
+
+def imported_names(node: ast.AST) -> list[str]:
+    """The module names an import statement names (none for any other node)."""
+    if isinstance(node, ast.ImportFrom):
+        return [node.module or ""]
+    if isinstance(node, ast.Import):
+        return [alias.name for alias in node.names]
+    return []
+
+
+def test_no_function_in_ubunye_dagster_is_over_50_lines():
+    too_long = [
+        f"{path.relative_to(ROOT)}:{node.lineno} {node.name} ({node.end_lineno - node.lineno + 1})"
+        for path in (ROOT / "ubunye_dagster").rglob("*.py")
+        for node in ast.walk(ast.parse(path.read_text()))
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)
+        and node.end_lineno - node.lineno + 1 > 50
+    ]
+    assert too_long == []
+
+
+def test_no_project_module_imports_one_that_imports_it_back():
+    known = modules()
+    graph = {name: imported_modules(path, known) - {name} for name, path in known.items()}
+    # A package's __init__ gathers its modules; only module-to-module edges can form a cycle.
+    packages = {name for name, path in known.items() if path.name == "__init__.py"}
+    cycles = []
+
+    def reaches(start: str, goal: str, seen: set[str]) -> bool:
+        for nxt in graph[start] - packages:
+            if nxt == goal or (nxt not in seen and reaches(nxt, goal, seen | {nxt})):
+                return True
+        return False
+
+    for name in sorted(set(graph) - packages):
+        if reaches(name, name, {name}):
+            cycles.append(name)
+    assert cycles == []
+
+
+def test_no_project_module_is_imported_inside_a_function_of_the_glue():
+    deferred = []
+    for name, path in modules().items():
+        if not name.startswith("ubunye_dagster"):
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            if not isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+                continue
+            for inner in ast.walk(node):
+                names = imported_names(inner)
+                deferred += [f"{name}: {n}" for n in names if n.split(".")[0] in PROJECT]
+    assert deferred == []
+
+
+def test_the_glue_never_reads_the_call_stack():
+    for path in (ROOT / "ubunye_dagster").rglob("*.py"):
+        text = path.read_text()
+        assert "_getframe" not in text and "f_locals" not in text, path
+
+
+def test_dagster_internals_are_imported_by_one_module_only():
+    importers = []
+    for path in (ROOT / "ubunye_dagster").rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if any(n.startswith("dagster._") for n in imported_names(node)):
+                importers.append(str(path.relative_to(ROOT)))
+    assert sorted(set(importers)) == [str(INTERNALS.relative_to(ROOT))]

@@ -1,0 +1,108 @@
+"""Guards of every Dagster internal ``ubunye_dagster/dagster_internals.py`` reads.
+
+A Dagster upgrade that moves one of them fails here, by name, before records silently change.
+"""
+
+from __future__ import annotations
+
+import dagster as dg
+import pandas as pd
+from dagster._core.definitions.assets.graph.asset_graph import AssetNode
+from dagster._core.definitions.assets.job.asset_layer import AssetLayer
+from dagster._core.execution.context.system import StepExecutionContext
+
+from ubunye_dagster import dagster_internals as internals
+
+
+def test_the_step_context_still_has_what_the_glue_reads():
+    # handle_output sets the data version through the step context before Dagster builds the
+    # materialisation event, which reads it back (execute_step._get_output_asset_events).
+    for name in ("set_data_version", "has_data_version", "get_data_version"):
+        assert callable(getattr(StepExecutionContext, name)), name
+    # A failed step's exception, read when the run's resources are torn down.
+    assert isinstance(StepExecutionContext.step_exception, property)
+    assert callable(StepExecutionContext.has_seen_output)
+    for name in (
+        "get_output_asset_keys",
+        "asset_partition_key_range_for_output",
+        "has_asset_partitions_for_output",
+        "op_config",
+        "op_def",
+        "node_handle",
+        "job_def",
+        "job_name",
+        "dagster_run",
+        "run_id",
+        "step",
+        "instance",
+        "resources",
+    ):
+        assert hasattr(StepExecutionContext, name), name
+    assert hasattr(dg.OutputContext, "step_context")
+    assert hasattr(dg.InputContext, "step_context")
+    assert callable(dg.OpExecutionContext.get_step_execution_context)
+
+
+@dg.asset
+def prices() -> pd.DataFrame:
+    return pd.DataFrame({"price": [1]})
+
+
+@dg.asset(group_name="money", code_version="2", metadata={"a": 1})
+def costs(prices: pd.DataFrame) -> pd.DataFrame:
+    return prices
+
+
+def test_the_asset_layer_and_its_nodes_still_have_what_the_glue_reads():
+    for name in ("get", "has", "get_asset_key_for_node_output", "get_asset_key_for_node_input"):
+        assert callable(getattr(AssetLayer, name)), name
+    job = dg.Definitions(assets=[prices, costs]).resolve_implicit_global_asset_job_def()
+    node = job.asset_layer.get(dg.AssetKey("costs"))
+    assert isinstance(node, AssetNode)
+    assert (node.group_name, node.code_version, dict(node.metadata)) == ("money", "2", {"a": 1})
+    assert node.partitions_def is None and node.io_manager_key == "io_manager"
+    assert set(node.parent_keys) == {dg.AssetKey("prices")}
+    assert hasattr(dg.OpDefinition, "compute_fn")
+    assert callable(dg.AssetsDefinition.get_io_manager_key_for_asset_key)
+
+
+def test_a_failing_step_still_hands_its_exception_to_the_step_context(tmp_path):
+    captured = {}
+
+    class Spy(dg.ConfigurableIOManager):
+        def handle_output(self, context, obj):
+            pass
+
+        def load_input(self, context):
+            captured["step_context"] = context.step_context
+            return pd.DataFrame({"price": [1]})
+
+    @dg.asset
+    def broken(prices: pd.DataFrame) -> pd.DataFrame:
+        raise ValueError("boom")
+
+    dg.materialize(
+        [prices, broken], resources={"io_manager": Spy()}, selection=[broken], raise_on_error=False
+    )
+
+    step_context = captured["step_context"]
+    assert isinstance(internals.step_exception(step_context), ValueError)
+    assert internals.run_and_step_of(step_context) == (step_context.dagster_run.run_id, "broken")
+
+
+daily = dg.DailyPartitionsDefinition(start_date="2024-01-01")
+
+
+@dg.asset(partitions_def=daily)
+def planned_daily() -> None:
+    raise ConnectionError("unreachable")
+
+
+def test_the_event_log_still_names_the_step_and_partition_of_each_planned_materialisation():
+    instance = dg.DagsterInstance.ephemeral()
+    result = dg.materialize(
+        [planned_daily], instance=instance, partition_key="2024-01-02", raise_on_error=False
+    )
+
+    planned = internals.planned_assets(instance, result.run_id, "planned_daily")
+    assert planned == [(dg.AssetKey("planned_daily"), "2024-01-02")]

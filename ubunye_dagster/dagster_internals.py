@@ -1,0 +1,329 @@
+"""Every read of Dagster beyond the public IO manager, resource and hook contexts, in one file.
+
+The step execution context and the job's asset layer are Dagster internals: a Dagster upgrade
+is checked here, and ``tests/test_dagster_internals.py`` fails loudly when one of these moves.
+What a read gives back is plain (a :class:`~ubunye_dagster.records.Subject`, keys, text).
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import dagster as dg
+from dagster._core.definitions.asset_checks.asset_check_evaluation import (
+    AssetCheckEvaluationTargetMaterializationData,
+)
+from dagster._core.definitions.assets.graph.asset_graph import AssetNode
+from dagster._core.definitions.unresolved_asset_job_definition import (
+    UnresolvedAssetJobDefinition,
+)
+from dagster._core.execution.context.system import StepExecutionContext
+
+from ubunye_core.store import encode_name
+from ubunye_dagster.identity import package_for_group
+from ubunye_dagster.metadata import CODE_FOLDER
+from ubunye_dagster.records import Subject
+
+# Dagster types used by name elsewhere in the glue (no public alias exists for them).
+__all__ = [
+    "AssetCheckEvaluationTargetMaterializationData",
+    "StepExecutionContext",
+    "UnresolvedAssetJobDefinition",
+]
+
+
+@dataclass(frozen=True)
+class AssetFacts:
+    """What an asset was defined with: group, code version, metadata and partitions."""
+
+    group_name: str | None
+    code_version: str | None
+    metadata: Mapping[str, Any]
+    partitions_def: dg.PartitionsDefinition | None
+
+    @classmethod
+    def of_definition(cls, assets_def: dg.AssetsDefinition, key: dg.AssetKey) -> AssetFacts:
+        """The facts of ``key`` from its (public) assets definition."""
+        return cls(
+            group_name=assets_def.group_names_by_key.get(key),
+            code_version=assets_def.code_versions_by_key.get(key),
+            metadata=assets_def.metadata_by_key.get(key) or {},
+            partitions_def=assets_def.partitions_def,
+        )
+
+
+def step_context_of(
+    context: dg.AssetExecutionContext | dg.OpExecutionContext,
+) -> StepExecutionContext:
+    """The step execution context behind an asset's (or op's) execution context."""
+    op_context = getattr(context, "op_execution_context", context)
+    return op_context.get_step_execution_context()
+
+
+def run_and_step_of(step_context: StepExecutionContext) -> tuple[str, str]:
+    """``(Dagster run id, step key)`` of the step."""
+    return step_context.run_id, step_context.step.key
+
+
+def instance_of(step_context: StepExecutionContext) -> dg.DagsterInstance | None:
+    """The Dagster instance the step runs on (None for a context built without one)."""
+    return getattr(step_context, "instance", None)
+
+
+def io_manager_key_of(assets_def: dg.AssetsDefinition, key: dg.AssetKey) -> str:
+    """The resource key of the IO manager that stores ``key``."""
+    return assets_def.get_io_manager_key_for_asset_key(key)
+
+
+def _asset_node(step_context: StepExecutionContext, asset_key: dg.AssetKey) -> AssetNode | None:
+    try:
+        return step_context.job_def.asset_layer.get(asset_key)
+    except Exception:  # an asset outside the job's asset graph
+        return None
+
+
+def asset_facts(step_context: StepExecutionContext, asset_key: dg.AssetKey) -> AssetFacts:
+    """The facts of an asset in the step's job (all unknown when the job does not know it)."""
+    node = _asset_node(step_context, asset_key)
+    if node is None:
+        return AssetFacts(None, None, {}, None)
+    return AssetFacts(node.group_name, node.code_version, node.metadata or {}, node.partitions_def)
+
+
+def function_folder(op_def: dg.OpDefinition) -> str | None:
+    """The folder of the module that defines an op's (asset's) function, or None if unknown."""
+    try:
+        fn = op_def.compute_fn
+        fn = getattr(fn, "decorated_fn", fn)
+        source = inspect.getsourcefile(inspect.unwrap(fn))
+    except (AttributeError, TypeError):
+        return None
+    return str(Path(source).resolve().parent) if source else None
+
+
+def time_window_of(
+    partitions_def: dg.PartitionsDefinition | None, partition_key: str | None
+) -> tuple[Any, Any] | None:
+    """The time window of a partition (of a time dimension for a multi-partition), else None."""
+    if partitions_def is None or partition_key is None:
+        return None
+    if isinstance(partitions_def, dg.MultiPartitionsDefinition):
+        by_dimension = getattr(partition_key, "keys_by_dimension", None) or {}
+        for dimension in partitions_def.partitions_defs:
+            if dimension.name in by_dimension:
+                window = time_window_of(dimension.partitions_def, by_dimension[dimension.name])
+                if window is not None:
+                    return window
+        return None
+    if not isinstance(partitions_def, dg.TimeWindowPartitionsDefinition):
+        return None
+    window = partitions_def.time_window_for_partition_key(partition_key)
+    return (window.start, window.end)
+
+
+def _as_partition_key(
+    partitions_def: dg.PartitionsDefinition | None, partition_key: str | None
+) -> str | None:
+    """A multi-partition key as a ``MultiPartitionKey`` (the event log gives it as text)."""
+    if (
+        isinstance(partitions_def, dg.MultiPartitionsDefinition)
+        and partition_key is not None
+        and not isinstance(partition_key, dg.MultiPartitionKey)
+    ):
+        return partitions_def.get_partition_key_from_str(partition_key)
+    return partition_key
+
+
+def asset_subject(
+    *,
+    run: dg.DagsterRun,
+    step_key: str,
+    asset_key: dg.AssetKey,
+    facts: AssetFacts,
+    partition_key: str | None,
+    op_def: dg.OpDefinition,
+    op_config: Any,
+) -> Subject:
+    """What an asset (partition)'s record is about; the one place a record's subject is read."""
+    code_folder = facts.metadata.get(CODE_FOLDER)
+    partition_key = _as_partition_key(facts.partitions_def, partition_key)
+    by_dimension = getattr(partition_key, "keys_by_dimension", None)
+    return Subject(
+        dagster_run_id=run.run_id,
+        step_key=step_key,
+        package=package_for_group(facts.group_name),
+        key_parts=tuple(str(part) for part in asset_key.path),
+        partition_key=partition_key,
+        partition_dimensions=dict(by_dimension) if by_dimension else None,
+        time_window=time_window_of(facts.partitions_def, partition_key),
+        declared_code_folder=str(getattr(code_folder, "value", code_folder) or "") or None,
+        function_folder=function_folder(op_def),
+        op_config=op_config,
+        code_version=facts.code_version,
+        tags=dict(run.tags),
+        job_name=run.job_name,
+    )
+
+
+def step_asset_subject(
+    step_context: StepExecutionContext, asset_key: dg.AssetKey, partition_key: str | None
+) -> Subject:
+    """The subject of an asset's record, read from the step that materialises it."""
+    return asset_subject(
+        run=step_context.dagster_run,
+        step_key=step_context.step.key,
+        asset_key=asset_key,
+        facts=asset_facts(step_context, asset_key),
+        partition_key=partition_key,
+        op_def=step_context.op_def,
+        op_config=step_context.op_config,
+    )
+
+
+def step_op_subject(step_context: StepExecutionContext, output_name: str) -> Subject:
+    """The subject of an op output's record: package = job name, task = ``<op>.<output>``."""
+    run = step_context.dagster_run
+    return Subject(
+        dagster_run_id=run.run_id,
+        step_key=step_context.step.key,
+        package=encode_name(step_context.job_name),
+        key_parts=(step_context.op_def.name, output_name),
+        model="op",
+        function_folder=function_folder(step_context.op_def),
+        op_config=step_context.op_config,
+        tags=dict(run.tags),
+        job_name=step_context.job_name,
+    )
+
+
+def step_times(
+    instance: dg.DagsterInstance | None, dagster_run_id: str, step_key: str
+) -> tuple[float | None, float | None]:
+    """When Dagster started and ended the step (its step stats); None where not known."""
+    try:
+        [stats] = instance.get_run_step_stats(dagster_run_id, step_keys=[step_key])
+    except Exception:  # no stats yet, or an instance without event storage (a test context)
+        return None, None
+    return (
+        float(stats.start_time) if stats.start_time else None,
+        float(stats.end_time) if stats.end_time else None,
+    )
+
+
+def parent_keys(step_context: StepExecutionContext, asset_key: dg.AssetKey) -> set[str] | None:
+    """The asset's upstream keys as ``a/b`` text, or None when the job does not say."""
+    node = _asset_node(step_context, asset_key)
+    return None if node is None else {"/".join(key.path) for key in node.parent_keys}
+
+
+@dataclass(frozen=True)
+class ForeignInput:
+    """An input of the step that an IO manager other than UbunyeIOManager loads."""
+
+    input_name: str
+    asset_key: str | None
+    io_manager_key: str
+
+
+def inputs_of_other_io_managers(
+    step_context: StepExecutionContext, asset_key: dg.AssetKey, loaded: set[str]
+) -> list[ForeignInput]:
+    """The asset's inputs not in ``loaded`` (the Ubunye-loaded names), with who loads them."""
+    try:
+        input_defs = list(step_context.op_def.input_defs)
+        layer = step_context.job_def.asset_layer
+        node_handle = step_context.node_handle
+    except Exception:  # a step without an op definition
+        return []
+    parents = parent_keys(step_context, asset_key)
+    found = []
+    for input_def in input_defs:
+        if input_def.name in loaded or input_def.dagster_type.is_nothing:
+            continue
+        upstream = layer.get_asset_key_for_node_input(node_handle, input_def.name)
+        upstream_text = "/".join(upstream.path) if upstream is not None else None
+        if parents is not None and upstream_text is not None and upstream_text not in parents:
+            continue  # an input of another asset of the same multi-asset
+        manager = input_def.input_manager_key
+        if manager is None and upstream is not None and layer.has(upstream):
+            manager = layer.get(upstream).io_manager_key
+        found.append(ForeignInput(input_def.name, upstream_text, manager or "io_manager"))
+    return found
+
+
+def step_asset_outputs(step_context: StepExecutionContext) -> list[tuple[str, dg.AssetKey]]:
+    """``(output name, asset key)`` of each asset the step materialises (its selected outputs)."""
+    layer = step_context.job_def.asset_layer
+    selected = step_context.get_output_asset_keys()
+    found = []
+    for step_output in step_context.step.step_outputs:
+        key = layer.get_asset_key_for_node_output(step_context.node_handle, step_output.name)
+        if key is not None and key in selected:
+            found.append((step_output.name, key))
+    return found
+
+
+def output_partition(step_context: StepExecutionContext, output_name: str) -> str | None:
+    """The one partition an output writes, None when unpartitioned (ValueError for a range)."""
+    if not step_context.has_asset_partitions_for_output(output_name):
+        return None
+    start, end = step_context.asset_partition_key_range_for_output(output_name)
+    if start != end:
+        raise ValueError(
+            f"output '{output_name}' covers the partitions {start} to {end} in one run; "
+            "UbunyeIOManager writes one partition per run (launch the backfill with a "
+            "multi-run policy)"
+        )
+    return start
+
+
+def step_exception(step_context: StepExecutionContext | None) -> BaseException | None:
+    """The exception the step failed with, as Dagster captured it, or None."""
+    return None if step_context is None else step_context.step_exception
+
+
+def has_seen_output(step_context: StepExecutionContext | None, output_name: str | None) -> bool:
+    """True when Dagster saw the step emit ``output_name``."""
+    if output_name is None or step_context is None:
+        return False
+    try:
+        return bool(step_context.has_seen_output(output_name))
+    except Exception:  # a Dagster without this check: keep the record rather than lose it
+        return True
+
+
+def set_data_version(
+    step_context: StepExecutionContext, asset_key: dg.AssetKey, digest: str
+) -> None:
+    """Make ``digest`` the materialisation's data version (Dagster reads it back when it builds
+    the materialisation event)."""
+    step_context.set_data_version(asset_key, dg.DataVersion(digest))
+
+
+def planned_assets(
+    instance: dg.DagsterInstance, dagster_run_id: str, step_key: str
+) -> list[tuple[dg.AssetKey, str | None]]:
+    """``(asset key, partition)`` of each materialisation the run planned for ``step_key``, from
+    the run's event log."""
+    planned = []
+    events = instance.all_logs(
+        dagster_run_id, of_type=dg.DagsterEventType.ASSET_MATERIALIZATION_PLANNED
+    )
+    for entry in events:
+        data = entry.dagster_event.event_specific_data if entry.dagster_event else None
+        if entry.step_key == step_key and data is not None:
+            planned.append((data.asset_key, data.partition))
+    return planned
+
+
+def step_resource(context: dg.InputContext | dg.OutputContext, resource_key: str) -> Any:
+    """The step's resource under ``resource_key``, or None (unknown key, or no step)."""
+    try:
+        resources = context.step_context.resources
+    except Exception:  # a context built outside a run has no step
+        return None
+    return getattr(resources, resource_key, None)
