@@ -95,16 +95,35 @@ def read_delta_version(
     return _plain_strings(pa.table(reader))
 
 
+def commit_history(
+    location: str, storage_options: Mapping[str, Any] | None = None
+) -> list[dict[str, Any]]:
+    """The table's recent commits, newest first: version, operation, parameters, custom
+    metadata."""
+    deltalake = _deltalake()
+    table = deltalake.DeltaTable(location, storage_options=_options(storage_options))
+    return [dict(commit) for commit in table.history(_HISTORY_SEARCH)]
+
+
 def commit_info(
     location: str, version: int, storage_options: Mapping[str, Any] | None = None
 ) -> dict[str, Any]:
-    """The commit that made ``version`` (its operation, parameters and custom metadata); empty
-    when it is no longer in the recent history."""
-    deltalake = _deltalake()
-    table = deltalake.DeltaTable(location, storage_options=_options(storage_options))
-    for commit in table.history(_HISTORY_SEARCH):
+    """The commit that made ``version``; empty when it is no longer in the recent history."""
+    for commit in commit_history(location, storage_options):
         if int(commit.get("version", -1)) == version:
-            return dict(commit)
+            return commit
+    return {}
+
+
+def newest_own_write(commits: list[dict[str, Any]], predicate: str | None) -> dict[str, Any]:
+    """The newest commit an Ubunye write made of exactly the rows ``predicate`` selects (the
+    whole table when None); empty when there is none."""
+    for commit in commits:
+        if WRITE_ID_KEY not in commit:
+            continue
+        written = (commit.get("operationParameters") or {}).get("predicate")
+        if written == predicate:
+            return commit
     return {}
 
 

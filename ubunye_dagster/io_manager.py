@@ -15,13 +15,14 @@ import time
 import typing
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 import dagster as dg
 from pydantic import Field, PrivateAttr
 
 from ubunye_core.hashing import Fingerprint
 from ubunye_core.record import StepRecord
+from ubunye_core.sketch import combined_input_step
 from ubunye_core.store import encode_name
 from ubunye_dagster import dagster_internals as internals
 from ubunye_dagster.expectations import (
@@ -39,7 +40,14 @@ from ubunye_dagster.handlers import (
     handler_for_object,
     handler_for_type,
 )
-from ubunye_dagster.handlers.base import DATA_HASH_KEY, SCHEMA_HASH_KEY, WRITER_KEY, StagedWrite
+from ubunye_dagster.handlers.base import (
+    DATA_HASH_KEY,
+    SCHEMA_HASH_KEY,
+    WRITER_KEY,
+    LoadedFrame,
+    StagedWrite,
+)
+from ubunye_dagster.handlers.delta import DeltaHandler, delta_handlers, delta_writer, is_delta_table
 from ubunye_dagster.metadata import DATA_HASH, EXPECTATIONS, output_metadata
 from ubunye_dagster.records import OpenRecord, close_record
 from ubunye_dagster.resource import UbunyeResource
@@ -107,6 +115,12 @@ class UbunyeIOManager(dg.ConfigurableIOManager):
         description="Resource key of a dagster-pyspark PySparkResource whose session Spark "
         "inputs are read with; the active session when the step has none.",
     )
+    format: Literal["parquet", "delta"] = Field(
+        default="parquet",
+        description="How pandas, pyarrow and polars frames are stored: Parquet files, or Delta "
+        "Lake tables (a new table version per materialisation; needs the deltalake package). "
+        "Spark frames are stored as Parquet either way.",
+    )
 
     _handler_list: list[FrameHandler] | None = PrivateAttr(default=None)
 
@@ -120,7 +134,10 @@ class UbunyeIOManager(dg.ConfigurableIOManager):
     def handlers(self) -> list[FrameHandler]:
         """The frame handlers, pandas first."""
         if self._handler_list is None:
-            self._handler_list = default_handlers(self.spark_resource_key)
+            handlers = default_handlers(self.spark_resource_key)
+            if self.format == "delta":
+                handlers = delta_handlers(handlers, self.storage_options)
+            self._handler_list = handlers
         return self._handler_list
 
     def base(self) -> Any:
@@ -140,6 +157,14 @@ class UbunyeIOManager(dg.ConfigurableIOManager):
             parts += partition_parts(partition_key)
             parts[-1] += EXTENSION
         return self.base().joinpath(*parts)
+
+    def _table_path(self, parts: Sequence[str]) -> Any:
+        """Where a Delta table is kept: ``<base_path>/<key parts>.delta``; None for Parquet."""
+        if self.format != "delta":
+            return None
+        segments = [path_segment(part) for part in parts]
+        segments[-1] += ".delta"
+        return self.base().joinpath(*segments)
 
     def _op_path(self, identifier: Sequence[str]) -> Any:
         parts = [path_segment(part) for part in identifier]
@@ -171,7 +196,7 @@ class UbunyeIOManager(dg.ConfigurableIOManager):
             rules = parse_rules(context.definition_metadata.get(EXPECTATIONS))
             write = _Write(target.step_name, rules)
             try:
-                write.stage_and_check(self.handlers(), obj, target.path, context)
+                write.stage_and_check(self.handlers(), obj, target, context)
                 write.commit()
             except BaseException as exc:
                 write.discard()
@@ -190,6 +215,7 @@ class UbunyeIOManager(dg.ConfigurableIOManager):
                 open_record=session.record(subject, self.resource, context.name),
                 step_name=context.name,
                 inputs=session.inputs_of(None),
+                table_path=self._table_path(context.get_identifier()),
             )
         partition_key = internals.output_partition(context.step_context, context.name)
         open_record = asset_record(
@@ -205,6 +231,7 @@ class UbunyeIOManager(dg.ConfigurableIOManager):
             step_name=context.asset_key.to_user_string(),
             inputs=session.inputs_of(context.asset_key),
             partition_key=partition_key,
+            table_path=self._table_path(context.asset_key.path),
         )
 
     @staticmethod
@@ -256,18 +283,20 @@ class UbunyeIOManager(dg.ConfigurableIOManager):
         wanted: Any,
     ) -> Any:
         if not context.has_asset_key:
-            path = self._op_path(context.upstream_output.get_identifier())
+            identifier = context.upstream_output.get_identifier()
+            path = self._op_path(identifier), self._table_path(identifier)
             return self._load_one(context, session, path, context.name, None, None, wanted)
         asset_key = context.asset_key
+        table_path = self._table_path(asset_key.path)
         if not context.has_asset_partitions:
-            path = self._asset_path(asset_key, None)
+            path = self._asset_path(asset_key, None), table_path
             return self._load_one(context, session, path, context.name, asset_key, None, wanted)
         keys = list(context.asset_partition_keys)
         allow_missing = bool(context.definition_metadata.get("allow_missing_partitions", False))
         frames: dict[str, Any] = {}
         for key in keys:
             name = context.name if len(keys) == 1 else f"{context.name}[{key}]"
-            path = self._asset_path(asset_key, key)
+            path = self._asset_path(asset_key, key), table_path
             try:
                 frames[key] = self._load_one(context, session, path, name, asset_key, key, wanted)
             except FileNotFoundError:
@@ -276,6 +305,8 @@ class UbunyeIOManager(dg.ConfigurableIOManager):
                 context.log.warning(f"partition {key} of {asset_key.to_user_string()} is missing")
         if len(keys) == 1:
             return frames.get(keys[0])
+        if self.resource.hash_inputs and frames:
+            _add_combined_input(session, context.name, asset_key, list(frames))
         return frames
 
     def _reader_for(self, path: Any, wanted: Any) -> FrameHandler:
@@ -285,18 +316,37 @@ class UbunyeIOManager(dg.ConfigurableIOManager):
         writer = _stored_writer(path)
         return handler_for_kind(self.handlers(), writer) or self.handlers()[0]
 
+    def _read(
+        self, context: dg.InputContext, paths: tuple[Any, Any], partition_key: Any, wanted: Any
+    ) -> tuple[FrameHandler, LoadedFrame, Any]:
+        """The stored frame, its handler and where it was: the Delta table's latest version
+        when there is one at the table path, else the Parquet at the path."""
+        path, table_path = paths
+        if table_path is not None and is_delta_table(table_path):
+            handler = handler_for_type(self.handlers(), wanted) if wanted is not None else None
+            if handler is None:
+                writer = delta_writer(table_path, self.storage_options)
+                handler = handler_for_kind(self.handlers(), writer) or self.handlers()[0]
+            if not isinstance(handler, DeltaHandler):
+                raise TypeError(
+                    f"{table_path} is a Delta table; {handler.kind} frames read Parquet"
+                )
+            loaded = handler.load_partition(table_path, context, wanted, partition_key)
+            return handler, loaded, table_path
+        handler = self._reader_for(path, wanted)
+        return handler, handler.load(path, context, wanted), path
+
     def _load_one(
         self,
         context: dg.InputContext,
         session: StepSession,
-        path: Any,
+        paths: tuple[Any, Any],
         name: str,
         asset_key: dg.AssetKey | None,
         partition_key: str | None,
         wanted: Any,
     ) -> Any:
-        handler = self._reader_for(path, wanted)
-        loaded = handler.load(path, context, wanted)
+        handler, loaded, path = self._read(context, paths, partition_key, wanted)
         mismatch = None
         asset_text = "/".join(asset_key.path) if asset_key is not None else None
         resource = self.resource
@@ -308,25 +358,26 @@ class UbunyeIOManager(dg.ConfigurableIOManager):
                 fp,
                 name=name,
                 direction="input",
-                format="parquet",
+                format=loaded.format,
                 location=str(path),
                 hash_seconds=seconds,
                 hash_basis=loaded.hash_basis,
             )
+            step.source_version = loaded.source_version
             if resource.verify_reads != "off":
                 mismatch = self._verify(context, step, loaded, path, asset_key, partition_key)
         else:
             step = StepRecord(
                 name=name,
                 direction="input",
-                format="parquet",
+                format=loaded.format,
                 location=str(path),
                 source_note="not hashed: hash_inputs is off",
             )
         session.add_input(
             LoadedInput(step=step, asset_key=asset_text, input_name=context.name),
             read_seconds=round(loaded.read_seconds, 6),
-            reader=f"{handler.kind}-parquet",
+            reader=f"{handler.kind}-{loaded.format}",
         )
         if mismatch is not None:
             raise UnverifiedReadError(mismatch)
@@ -385,6 +436,8 @@ class _Target:
     step_name: str
     inputs: list[LoadedInput]
     partition_key: str | None = None
+    #: Where a Delta table of the output is kept (``format="delta"`` only).
+    table_path: Any = None
 
     def record_failure(
         self, session: StepSession, write: _Write, transform: dict[str, Any], exc: BaseException
@@ -434,13 +487,19 @@ class _Write:
         self.results: list[dict[str, Any]] = []
 
     def stage_and_check(
-        self, handlers: list[FrameHandler], obj: Any, path: Any, context: dg.OutputContext
+        self, handlers: list[FrameHandler], obj: Any, target: _Target, context: dg.OutputContext
     ) -> None:
-        """Stage ``obj`` beside ``path`` with the handler for its type, hash it and check the
-        rules (TypeError for an object no handler stores, ExpectationFailed when a rule of
-        severity ``fail`` is broken)."""
+        """Stage ``obj`` for ``target`` with the handler for its type (a Delta table's next
+        version, or beside the Parquet path), hash it and check the rules (TypeError for an
+        object no handler stores, ExpectationFailed when a rule of severity ``fail`` is
+        broken)."""
         self.handler = handler_for_object(handlers, obj)
-        self.staged = self.handler.stage(obj, path, context)
+        if isinstance(self.handler, DeltaHandler):
+            self.staged = self.handler.stage_partition(
+                obj, target.table_path, context, target.partition_key
+            )
+        else:
+            self.staged = self.handler.stage(obj, target.path, context)
         started = time.perf_counter()
         self.fp = self.staged.fingerprint()
         self.hash_seconds = round(time.perf_counter() - started, 6)
@@ -467,12 +526,12 @@ class _Write:
         seconds = self.staged.write_watch.seconds if self.staged is not None else 0.0
         if not committed and not seconds:
             return [transform]
-        step = f"Writer:{self.handler.kind}-parquet"
+        step = f"Writer:{self.handler.kind}-{self.staged.format}"
         return [transform, {"step": step, "output": self.step_name, "seconds": round(seconds, 6)}]
 
     def output_step(self) -> StepRecord:
         """The output as the record's step."""
-        return StepRecord.from_fingerprint(
+        step = StepRecord.from_fingerprint(
             self.fp,
             name=self.step_name,
             direction="output",
@@ -481,6 +540,8 @@ class _Write:
             hash_seconds=self.hash_seconds,
             hash_basis="materialised",
         )
+        step.source_version = self.staged.source_version()
+        return step
 
     def log_broken_warnings(self, context: dg.OutputContext) -> None:
         """A warning for each broken rule of severity ``warn``."""
@@ -490,6 +551,21 @@ class _Write:
                     f"{self.step_name}: expectation {entry['rule']} ({entry['kind']}) broken by "
                     f"{entry['failed']} of {entry['total']} rows (severity warn)"
                 )
+
+
+def _add_combined_input(
+    session: StepSession, name: str, asset_key: dg.AssetKey, partitions: list[str]
+) -> None:
+    """One more input step for several loaded partitions: their digests combined, no row hashed
+    again (a retried load replaces it)."""
+    by_name = {loaded.step.name: loaded.step for loaded in session.inputs}
+    steps = [by_name[f"{name}[{key}]"] for key in partitions if f"{name}[{key}]" in by_name]
+    combined = combined_input_step(name, steps, [str(key) for key in partitions])
+    with session.lock:
+        session.inputs = [known for known in session.inputs if known.step.name != name]
+        session.inputs.append(
+            LoadedInput(step=combined, asset_key="/".join(asset_key.path), input_name=name)
+        )
 
 
 def _stored_writer(path: Any) -> str | None:

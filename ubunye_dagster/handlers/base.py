@@ -78,6 +78,11 @@ class StagedWrite(ABC):
     def discard(self) -> None:
         """Leave nothing of this write behind; the previous data stays as it was."""
 
+    def source_version(self) -> dict[str, Any] | None:
+        """The version of the data this write made, for the step's ``source_version`` (a Delta
+        table version); None when the store keeps no versions."""
+        return None
+
 
 @dataclass
 class LoadedFrame:
@@ -99,6 +104,10 @@ class LoadedFrame:
     #: False when this reader's hash may legitimately differ from the writer's (another engine
     #: reads some types differently); then only a schema-level match is held against the writer.
     same_rules_as_writer: bool = True
+    #: What the data is stored as (the step's ``format``).
+    format: str = "parquet"
+    #: The version that was read (a Delta table version), for the step's ``source_version``.
+    source_version: dict[str, Any] | None = None
 
 
 class FrameHandler(ABC):

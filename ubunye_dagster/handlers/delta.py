@@ -9,15 +9,17 @@ version written, so a diff can read that version back later.
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from datetime import datetime, timezone
 from typing import Any
 
 from ubunye_core.delta import (
+    commit_history,
     commit_info,
     commit_notes,
     equals_predicate,
     latest_version,
+    newest_own_write,
     read_delta_version,
     write_delta,
 )
@@ -136,22 +138,45 @@ class DeltaHandler(FrameHandler):
         metadata = (upstream.definition_metadata if upstream is not None else None) or {}
         predicate = partition_predicate(metadata, partition_key)
         started = time.perf_counter()
-        version = latest_version(str(path), self.storage_options)
+        commits = commit_history(str(path), self.storage_options)
+        version = int(commits[0]["version"]) if commits else latest_version(str(path))
         table = read_delta_version(str(path), version, self.storage_options, predicate)
-        commit = commit_info(str(path), version, self.storage_options)
-        notes = commit_notes(commit)
+        # The digest our newest write of these rows recorded: any later commit must keep them.
+        notes = commit_notes(newest_own_write(commits, predicate))
         frame = self.inner.from_arrow(table, as_type)
         writer = notes.get(WRITER_KEY)
-        # The newest commit speaks for these rows only when it wrote them all.
-        own = predicate is None or predicate == (commit.get("operationParameters") or {}).get(
-            "predicate"
-        )
         return LoadedFrame(
             frame=frame,
             read_seconds=time.perf_counter() - started,
             fingerprint=lambda: arrow_files.fingerprint_stored(table, writer),
             hash_basis="materialised",
             writer=writer,
-            stored_data_hash=notes.get(DATA_HASH_KEY) if own else None,
-            stored_schema_hash=notes.get(SCHEMA_HASH_KEY) if own else None,
+            stored_data_hash=notes.get(DATA_HASH_KEY),
+            stored_schema_hash=notes.get(SCHEMA_HASH_KEY),
+            format="delta",
+            source_version={"kind": "delta", "version": version, "predicate": predicate},
         )
+
+
+def delta_handlers(
+    handlers: Sequence[FrameHandler], storage_options: Mapping[str, Any]
+) -> list[FrameHandler]:
+    """``handlers`` with every Arrow-backed one storing Delta tables (Spark keeps Parquet)."""
+    return [
+        DeltaHandler(handler, storage_options)
+        if isinstance(handler, ArrowBackedHandler)
+        else handler
+        for handler in handlers
+    ]
+
+
+def is_delta_table(path: Any) -> bool:
+    """True when a Delta table (its ``_delta_log``) is at ``path`` (a UPath)."""
+    log = path / "_delta_log"
+    return bool(log.fs.exists(log.path if not arrow_files.is_local(log) else str(log)))
+
+
+def delta_writer(path: Any, storage_options: Mapping[str, Any]) -> str | None:
+    """Who wrote the newest version of the Delta table at ``path``."""
+    version = latest_version(str(path), storage_options)
+    return commit_notes(commit_info(str(path), version, storage_options)).get(WRITER_KEY)
