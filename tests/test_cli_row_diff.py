@@ -11,6 +11,7 @@ import pyarrow.parquet as pq
 
 from ubunye_core import fingerprint
 from ubunye_core.cli import main
+from ubunye_core.store import LineageStore
 from ubunye_dagster import UbunyeIOManager, UbunyeResource
 
 days = dg.StaticPartitionsDefinition(["2024-01-01", "2024-01-02", "2024-01-03"])
@@ -80,3 +81,28 @@ def test_lineage_diff_exits_2_when_it_cannot_compare(tmp_path, capsys):
     a = write(tmp_path / "a.parquet", pa.table({"id": [1]}))
     code, out = cli(capsys, "diff", a, str(tmp_path / "gone.parquet"))
     assert code == 2 and "gone.parquet" in out
+
+
+@dg.asset(ins={"visits": dg.AssetIn(partition_mapping=dg.AllPartitionMapping())})
+def visit_total(visits):
+    return pd.DataFrame({"total": [sum(len(frame) for frame in visits.values())]})
+
+
+def test_a_step_loading_three_partitions_records_their_combined_digest_without_rehashing(tmp_path):
+    resources = {
+        "io_manager": UbunyeIOManager(
+            base_path=str(tmp_path / "data"), ubunye=UbunyeResource(usecase_dir=str(tmp_path))
+        )
+    }
+    for day in days.get_partition_keys():
+        dg.materialize([visits], resources=resources, partition_key=day)
+    assert dg.materialize(
+        [visits, visit_total], resources=resources, selection=[visit_total]
+    ).success
+    record = LineageStore.for_usecase_dir(tmp_path).latest("dagster/default/visit_total")
+    steps = {step.name: step for step in record.inputs}
+    assert set(steps) == {"visits", *(f"visits[{d}]" for d in days.get_partition_keys())}
+    whole = pd.concat([day_rows(d) for d in days.get_partition_keys()], ignore_index=True)
+    assert steps["visits"].data_hash == fingerprint(whole).data_hash
+    assert steps["visits"].hash_seconds == 0.0
+    assert "combined from the digests of 3 partitions" in steps["visits"].source_note

@@ -25,13 +25,12 @@ def sampled():
 
 
 def drift_finding(instance, tmp_path, **settings):  # noqa: F811
-    resources = {
-        "io_manager": UbunyeIOManager(
-            base_path=str(tmp_path / "data"),
-            ubunye=UbunyeResource(usecase_dir=str(tmp_path)),
-            **settings,
-        )
-    }
+    io_manager = UbunyeIOManager(
+        base_path=str(tmp_path / "data"),
+        ubunye=UbunyeResource(usecase_dir=str(tmp_path)),
+        **settings,
+    )
+    resources = {"io_manager": io_manager}
     materialise(instance, [sampled], resources=resources)
     materialise(instance, [sampled], resources=resources)
     flagged = evaluations_of(tick(build_drift_sensor([sampled]), instance, None), "sampled")[-1]
@@ -45,3 +44,11 @@ def test_the_drift_check_on_parquet_says_how_many_rows_changed_at_most(instance,
     assert 2 <= at_most["removed"] < ROWS / 4 and 2 <= at_most["added"] < ROWS / 4
     assert "removed" not in rows  # Parquet kept only the newest version
     assert any("no longer the rows" in note for note in rows["notes"])
+
+
+def test_the_drift_check_on_delta_names_up_to_5_rows_removed_and_added(instance, tmp_path):  # noqa: F811
+    rows = drift_finding(instance, tmp_path, format="delta")
+    assert rows["rows_changed_at_most"]["removed"] >= 2
+    assert {row["id"] for row in rows["removed"]} == {17, 230}
+    assert {row["id"] for row in rows["added"]} == {17, 230}
+    assert len(rows["removed"]) <= 5 and rows["notes"] == []
