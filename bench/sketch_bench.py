@@ -108,6 +108,7 @@ def spark_compare(rows: int, repeats: int) -> None:
         SparkSession.builder.master("local[2]")
         .config("spark.ui.enabled", "false")
         .config("spark.sql.shuffle.partitions", "2")
+        .config("spark.ui.showConsoleProgress", "false")
         .getOrCreate()
     )
     df = session.createDataFrame(flat_table(rows)).cache()
@@ -147,19 +148,21 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rows", type=int, default=1_000_000)
     parser.add_argument("--repeats", type=int, default=7)
     parser.add_argument("--spark", action="store_true", help="also the Spark job")
+    parser.add_argument("--only-spark", action="store_true", help="only the Spark job")
     args = parser.parse_args(argv)
     print(machine())
     print(
         f"rows {args.rows:,} (nested {args.rows // 5:,}), repeats {args.repeats}, medians; "
         "with sketch vs without"
     )
-    flat = flat_table(args.rows)
-    nested = nested_table(args.rows // 5)
-    compare("flat, Arrow", flat, args.repeats)
-    compare("flat, pandas", as_pandas(flat), args.repeats)
-    compare("nested, Arrow", nested, args.repeats)
-    if args.spark:
-        spark_compare(args.rows, max(3, args.repeats // 2))
+    if not args.only_spark:
+        flat = flat_table(args.rows)
+        nested = nested_table(args.rows // 5)
+        compare("flat, Arrow", flat, args.repeats)
+        compare("flat, pandas", as_pandas(flat), args.repeats)
+        compare("nested, Arrow", nested, args.repeats)
+    if args.spark or args.only_spark:
+        spark_compare(args.rows, args.repeats)
     return 0
 
 
