@@ -65,10 +65,18 @@ def without_sketch() -> Any:
         sketch_module.add_digest_buckets = kept
 
 
-def timed(work: Callable[[], Any]) -> tuple[float, float, Any]:
+def jvm_cpu_seconds(pid: int) -> float:
+    """User + system CPU seconds the process ``pid`` has used (Linux ``/proc``)."""
+    import os
+
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def timed(work: Callable[..., Any], *args: Any) -> tuple[float, float, Any]:
     """Wall seconds, CPU seconds of the whole process (all threads) and the result."""
     started, cpu = time.perf_counter(), time.process_time()
-    result = work()
+    result = work(*args)
     return time.perf_counter() - started, time.process_time() - cpu, result
 
 
@@ -98,7 +106,8 @@ def compare(label: str, frame: Any, repeats: int) -> None:
 
 
 def spark_compare(rows: int, repeats: int) -> None:
-    """The grouped (sketch) Spark job against one ungrouped aggregation of the same lanes."""
+    """The grouped (sketch) Spark job against one ungrouped aggregation of the same lanes:
+    wall time and the JVM's CPU time (steadier on a shared machine)."""
     from pyspark.sql import SparkSession
     from pyspark.sql import functions as F
 
@@ -114,7 +123,7 @@ def spark_compare(rows: int, repeats: int) -> None:
     df = session.createDataFrame(flat_table(rows)).cache()
     df.count()
 
-    def ungrouped() -> tuple[int, int]:
+    def ungrouped(df: Any) -> tuple[int, int]:
         digests = spark_hash.spark_canonical_lines(df).select(F.sha2("line", 256).alias("d"))
         lanes = digests.select(
             spark_hash._signed_lane(F.substring("d", 1, 16)).alias("a"),
@@ -128,17 +137,24 @@ def spark_compare(rows: int, repeats: int) -> None:
         row = lanes.agg(F.count(F.lit(1)), *sums).collect()[0]
         return spark_hash.lane_sums_from_piece_sums(list(row[1:]))
 
-    grouped_times, plain_times, agree = [], [], True
+    jvm = session.sparkContext._gateway.proc.pid  # the JVM pyspark started: its CPU is the job's
+    walls: dict[bool, list[float]] = {True: [], False: []}
+    cpus: dict[bool, list[float]] = {True: [], False: []}
+    sums: dict[bool, set] = {True: set(), False: set()}
+    spark_hash.spark_sketch(df), ungrouped(df)  # warm-up: the JVM compiles both plans' code
     for _ in range(repeats):
-        seconds, _, sketch = timed(lambda: spark_hash.spark_sketch(df))
-        grouped_times.append(seconds)
-        seconds, _, sums = timed(ungrouped)
-        plain_times.append(seconds)
-        agree = agree and sketch.lane_sums() == sums
-    ours, base = statistics.median(grouped_times), statistics.median(plain_times)
+        for grouped in (True, False):
+            before = jvm_cpu_seconds(jvm)
+            wall, _, result = timed(spark_hash.spark_sketch if grouped else ungrouped, df)
+            walls[grouped].append(wall)
+            cpus[grouped].append(jvm_cpu_seconds(jvm) - before)
+            sums[grouped].add(result.lane_sums() if grouped else result)
+    ours, base = statistics.median(walls[True]), statistics.median(walls[False])
+    cpu_ours, cpu_base = statistics.median(cpus[True]), statistics.median(cpus[False])
     print(
         f"{'spark local[2]':<15} wall {ours:6.3f} s vs {base:6.3f} s ({ours / base:5.3f}x)"
-        f"   sums equal: {agree}"
+        f"   JVM CPU {cpu_ours:6.3f} s vs {cpu_base:6.3f} s ({cpu_ours / cpu_base:5.3f}x)"
+        f"   sums equal: {len(sums[True] | sums[False]) == 1}"
     )
     session.stop()
 

@@ -59,6 +59,7 @@ class DiffReport:
 
     @property
     def equal(self) -> bool:
+        """True when both versions hold the same rows (by the rows, else by the sketches)."""
         return not self.buckets if self.diff is None else self.diff.equal
 
     def most_changed(self) -> tuple[int, int]:
@@ -72,6 +73,7 @@ class DiffReport:
         return removed, added
 
     def to_dict(self, limit: int | None) -> dict[str, Any]:
+        """The ``--json`` document: both sides, buckets, notes, counts, at most ``limit`` rows."""
         removed, added = self.most_changed()
         document: dict[str, Any] = {
             "equal": self.equal,
@@ -121,11 +123,10 @@ def _diff_lines(diff: RowDiff, limit: int | None) -> list[str]:
         out.append(f"~ {key}: {moves}")
     out += [f"- {_text(row)}" for row in diff.removed[:limit]]
     out += [f"+ {_text(row)}" for row in diff.added[:limit]]
-    shown = min(len(diff.changed), limit or 0) + min(len(diff.removed), limit or 0)
-    shown += min(len(diff.added), limit or 0)
-    total = len(diff.changed) + len(diff.removed) + len(diff.added)
-    if limit is not None and shown < total:
-        out.append(f"... {total - shown} more (--limit)")
+    kinds = (diff.changed, diff.removed, diff.added)
+    hidden = sum(len(rows) - len(rows[:limit]) for rows in kinds)
+    if hidden:
+        out.append(f"... {hidden} more (--limit)")
     return out
 
 
@@ -164,10 +165,10 @@ def recorded_version(record: RunRecord, step: StepRecord) -> Version:
 
 def path_version(path: str) -> Version:
     """A stored path given on the command line (``PATH`` or ``PATH@vN`` for a Delta version)."""
-    location, _, suffix = path.rpartition("@v") if "@v" in path else (path, "", "")
-    version = int(suffix) if suffix.isdigit() else None
-    if version is None:
-        location = path
+    location, version = path, None
+    head, marker, tail = path.rpartition("@v")
+    if marker and tail.isdigit():
+        location, version = head, int(tail)
     fmt = "delta" if os.path.isdir(os.path.join(location, "_delta_log")) else "parquet"
     return Version(label=path, location=location, format=fmt, version=version)
 
