@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 
 import dagster as dg
 import pandas as pd
@@ -136,3 +138,21 @@ def test_lineage_diff_time_travels_to_the_two_recorded_versions(tmp_path, capsys
     assert document["before"]["location"].endswith("prices.delta@v0")
     code, out = cli(capsys, "diff", *args)
     assert code == 1 and '+ {"sku": "b", "price": 2.5}' in out
+
+
+def test_the_reference_cli_reads_the_records_of_delta_materialisations(tmp_path):
+    pytest.importorskip("ubunye.lineage.recorder")
+    frames = iter([PRICES, PRICES.head(3)])
+    asset = prices_asset(lambda context: next(frames))
+    for _ in range(2):
+        dg.materialize([asset], resources={"io_manager": io_manager(tmp_path)})
+    args = ["-d", str(tmp_path), "-u", "dagster", "-p", "default", "-t", "prices", "--json"]
+    first, second = (record.run_id for record in records(tmp_path, "prices"))
+    for command in ("list", "show", "trace", f"compare --run-id1 {first} --run-id2 {second}"):
+        done = subprocess.run(
+            [sys.executable, "-c", "import sys; from ubunye.cli.main import main; sys.exit(main())",
+             "lineage", *command.split(), *args],
+            capture_output=True, text=True, timeout=120, check=False,
+        )  # fmt: skip
+        assert done.returncode == 0, done.stdout + done.stderr
+        assert json.loads(done.stdout)
