@@ -77,7 +77,7 @@ def daily_orders(context, order_lines: pd.DataFrame) -> pd.DataFrame:
 def price_list(context, products: pd.DataFrame) -> pd.DataFrame:
     """The products' current prices (a rise for one category when configured)."""
     prices = products[["product_id", "name", "category", "unit_price"]].copy()
-    rising = prices["category"] == context.op_config["rise_category"]
-    factor = 1 + context.op_config["rise_percent"] / 100
+    rising = prices["category"] == context.op_execution_context.op_config["rise_category"]
+    factor = 1 + context.op_execution_context.op_config["rise_percent"] / 100
     prices.loc[rising, "unit_price"] = (prices.loc[rising, "unit_price"] * factor).round(2)
     return prices.sort_values("product_id").reset_index(drop=True)
