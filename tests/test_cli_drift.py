@@ -35,6 +35,8 @@ def run(
     environment_hash: str = ENV_V1,
     orders: str | None = ORDERS_1,
     partition: str | None = None,
+    config_hash: str | None = None,
+    reads: bool = True,
 ) -> RunRecord:
     """A record of one materialisation of shop/totals, which read shop/orders."""
     return RunRecord(
@@ -56,7 +58,10 @@ def run(
                 hash_method="rows-v1" if orders else None,
                 hash_error=None if orders else "not hashed: hash_inputs is off",
             )
-        ],
+        ]
+        if reads
+        else [],
+        config_hash=config_hash,
         outputs=[
             StepRecord(
                 name="result",
@@ -70,7 +75,10 @@ def run(
         ],
         code_hash=code_hash,
         environment_hash=environment_hash,
-        variables={"partition_key": partition} if partition is not None else {},
+        variables={
+            "input_asset_keys": INPUT_ASSET_KEYS if reads else {},
+            **({"partition_key": partition} if partition is not None else {}),
+        },
     )
 
 
@@ -110,15 +118,42 @@ def test_moved_data_under_same_code_environment_and_inputs_is_flagged_same_input
     drift = drift_of(capsys, tmp_path)
     assert drift["verdict"] == "drift" and drift["reason"] == SAME_INPUTS and drift["flagged"]
     assert (drift["previous_run_id"], drift["current_run_id"]) == ("run-1", "run-2")
-    assert "drift  result: FLAGGED (same inputs)" in compare_text(capsys, tmp_path)
+    assert "drift  result: drift (same inputs)" in compare_text(capsys, tmp_path)
 
 
-def test_a_moved_input_digest_is_flagged_inputs_changed_naming_the_input(capsys, tmp_path):
+def test_a_moved_input_digest_passes_as_inputs_changed_naming_the_upstream(capsys, tmp_path):
     save_runs(tmp_path, run("run-1", 1), run("run-2", 2, data_hash=DATA_2, orders=ORDERS_2))
     drift = drift_of(capsys, tmp_path)
-    assert (drift["verdict"], drift["reason"]) == ("drift", INPUTS_CHANGED)
-    assert drift["inputs_moved"] == ["orders"] and "orders" in drift["why"]
-    assert "drift  result: FLAGGED (inputs changed: orders)" in compare_text(capsys, tmp_path)
+    assert (drift["verdict"], drift["reason"], drift["flagged"]) == (
+        "explained",
+        INPUTS_CHANGED,
+        False,
+    )
+    assert drift["inputs_moved"] == ["shop/orders"] and "shop/orders" in drift["why"]
+    text = compare_text(capsys, tmp_path)
+    assert "drift  result: explained (inputs changed: shop/orders)" in text
+
+
+def test_inputs_changed_flags_when_asked_with_flag(capsys, tmp_path):
+    save_runs(tmp_path, run("run-1", 1), run("run-2", 2, data_hash=DATA_2, orders=ORDERS_2))
+    drift = drift_of(capsys, tmp_path, "--flag", "inputs changed")
+    assert drift["flagged"] and drift["outcome"] == "drift (inputs changed: shop/orders)"
+
+
+def test_a_config_change_explains_the_moved_data(capsys, tmp_path):
+    before = run("run-1", 1, config_hash="sha256:" + "7" * 64)
+    save_runs(tmp_path, before, run("run-2", 2, data_hash=DATA_2, config_hash="sha256:" + "8" * 64))
+    drift = drift_of(capsys, tmp_path)
+    assert drift["outcome"] == "explained (config changed)" and not drift["flagged"]
+
+
+def test_an_asset_reading_no_asset_is_a_source_unless_strict(capsys, tmp_path):
+    save_runs(
+        tmp_path, run("run-1", 1, reads=False), run("run-2", 2, data_hash=DATA_2, reads=False)
+    )
+    assert drift_of(capsys, tmp_path)["outcome"] == "explained (source: reads no asset)"
+    strict = drift_of(capsys, tmp_path, "--strict-sources")
+    assert strict["outcome"] == "drift (same inputs)" and strict["flagged"]
 
 
 def test_unrecorded_input_digests_are_flagged_inputs_unknown(capsys, tmp_path):
@@ -127,7 +162,7 @@ def test_unrecorded_input_digests_are_flagged_inputs_unknown(capsys, tmp_path):
     )
     drift = drift_of(capsys, tmp_path)
     assert (drift["verdict"], drift["reason"]) == ("drift", INPUTS_UNKNOWN)
-    assert drift["inputs_unknown"] == ["orders"]
+    assert drift["inputs_unknown"] == ["shop/orders"] and drift["flagged"]
 
 
 def test_a_code_change_explains_the_moved_data_and_is_not_flagged(capsys, tmp_path):
@@ -135,6 +170,7 @@ def test_a_code_change_explains_the_moved_data_and_is_not_flagged(capsys, tmp_pa
     drift = drift_of(capsys, tmp_path)
     assert drift["verdict"] == "explained" and not drift["flagged"] and drift["reason"] is None
     assert drift["why"] == "data changed, explained: code changed"
+    assert drift["outcome"] == "explained (code changed)"
     assert "drift  result: explained (code changed)" in compare_text(capsys, tmp_path)
 
 
@@ -241,6 +277,8 @@ SCENARIOS = {
     "inputs changed": {"data_hash": DATA_2, "orders": ORDERS_2},
     "inputs unknown": {"data_hash": DATA_2, "orders": None},
     "code changed": {"data_hash": DATA_2, "code_hash": CODE_V2},
+    "config changed": {"data_hash": DATA_2, "config_hash": "sha256:" + "9" * 64},
+    "source": {"data_hash": DATA_2, "reads": False},
     "environment changed": {"data_hash": DATA_2, "environment_hash": ENV_V2},
     "unchanged": {},
     "missing hash": {"data_hash": None, "hash_error": "ValueError: no rows"},
@@ -270,6 +308,10 @@ def sensor_judgement(store: LineageStore, records: list[RunRecord]):
 @pytest.mark.parametrize("scenario", list(SCENARIOS))
 def test_the_cli_verdict_equals_the_sensor_verdict_on_the_same_records(capsys, tmp_path, scenario):
     first_inputs = {"orders": None} if scenario == "inputs unknown" else {}
+    first_inputs.update(
+        {"reads": False} if scenario == "source" else {},
+        **({"config_hash": "sha256:" + "6" * 64} if scenario == "config changed" else {}),
+    )
     records = [run("run-1", 1, **first_inputs), run("run-2", 2, **SCENARIOS[scenario])]
     store = save_runs(tmp_path, *records)
     judgement = sensor_judgement(store, records)
@@ -277,5 +319,69 @@ def test_the_cli_verdict_equals_the_sensor_verdict_on_the_same_records(capsys, t
     assert drift["verdict"] == judgement.verdict.value
     assert drift["reason"] == judgement.drift_reason
     assert drift["flagged"] == judgement.is_flagged()
+    assert drift["outcome"] == judgement.outcome()
     assert drift["inputs_moved"] == list(judgement.moved_inputs)
     assert drift["inputs_unknown"] == list(judgement.unknown_inputs)
+
+
+# --- records the IO manager writes: the same evidence as the sensor's tags -------------------
+
+
+def test_compare_on_io_manager_records_gives_the_sensors_verdict_for_dagster_upstreams(
+    capsys, tmp_path
+):
+    import random
+
+    import pandas as pd
+
+    from ubunye_dagster import UbunyeIOManager, UbunyeResource
+    from ubunye_dagster.sensor import DriftCursor, DriftSettings, judge_pending_materialisations
+
+    published = {"version": "v1"}
+
+    @dg.observable_source_asset(name="feed")
+    def feed() -> dg.DataVersion:
+        return dg.DataVersion(published["version"])
+
+    # No return annotations: this module's annotations are strings Dagster cannot resolve here.
+    @dg.asset(key=["shop", "totals"], deps=[feed])
+    def totals():
+        return pd.DataFrame({"total": [random.random()]})
+
+    @dg.asset(key=["shop", "ingested"], metadata={"ubunye/deterministic": True})
+    def ingested():
+        return pd.DataFrame({"x": [random.random()]})
+
+    manager = UbunyeIOManager(
+        base_path=str(tmp_path / "data"), ubunye=UbunyeResource(usecase_dir=str(tmp_path))
+    )
+    defs = dg.Definitions(
+        assets=[feed, totals, ingested],
+        jobs=[dg.define_asset_job("observe_feed", selection=[feed])],
+        resources={"io_manager": manager},
+    )
+    with dg.instance_for_test() as instance:
+        for version in ("v1", "v2"):
+            published["version"] = version
+            assert defs.resolve_job_def("observe_feed").execute_in_process(instance=instance)
+            for asset in (totals, ingested):
+                result = dg.materialize(
+                    [feed, totals, ingested],
+                    instance=instance,
+                    selection=[asset],
+                    resources={"io_manager": manager},
+                )
+                assert result.success
+        findings, _ = judge_pending_materialisations(
+            instance, DriftCursor(), DriftSettings(), [totals.key, ingested.key]
+        )
+    by_asset = {f.asset_key.to_user_string(): f.judgement for f in findings}
+    sensor_totals, sensor_ingested = by_asset["shop/totals"], by_asset["shop/ingested"]
+    assert sensor_totals.outcome() == "explained (inputs changed: feed)"
+    assert sensor_ingested.outcome() == "drift (same inputs)"
+    for key, judgement in (("shop/totals", sensor_totals), ("shop/ingested", sensor_ingested)):
+        code = main(
+            ["lineage", "compare", "-d", str(tmp_path), "--asset", key, "--json", "--drift"]
+        )
+        assert code == 0
+        assert json.loads(capsys.readouterr().out)["drift"][key]["outcome"] == judgement.outcome()

@@ -106,3 +106,22 @@ def test_the_event_log_still_names_the_step_and_partition_of_each_planned_materi
 
     planned = internals.planned_assets(instance, result.run_id, "planned_daily")
     assert planned == [(dg.AssetKey("planned_daily"), "2024-01-02")]
+
+
+def test_a_step_materialisation_still_carries_its_code_version_and_upstream_data_versions():
+    from ubunye_dagster.dagster_internals import CODE_VERSION_TAG, INPUT_DATA_VERSION_TAG_PREFIX
+
+    @dg.asset
+    def upstream() -> int:
+        return 1
+
+    @dg.asset(deps=[upstream])
+    def downstream() -> int:
+        return 2
+
+    with dg.instance_for_test() as instance:
+        assert dg.materialize([upstream, downstream], instance=instance).success
+        [record] = instance.fetch_materializations(dg.AssetKey("downstream"), limit=1).records
+        tags = record.asset_materialization.tags
+    assert CODE_VERSION_TAG in tags
+    assert tags[f"{INPUT_DATA_VERSION_TAG_PREFIX}/upstream"] not in ("", None)

@@ -7,10 +7,12 @@ import json
 import pytest
 
 from ubunye_core.drift import (
+    DEFAULT_FLAG_REASONS,
     DRIFT_REASONS,
     INPUTS_CHANGED,
     INPUTS_UNKNOWN,
     SAME_INPUTS,
+    SOURCE_EXPLANATION,
     DriftEvidence,
     InputDigest,
     Verdict,
@@ -57,12 +59,32 @@ def test_changed_data_under_the_same_code_environment_and_inputs_is_flagged_same
     assert judgement.is_flagged()
 
 
-def test_an_asset_that_reads_nothing_and_drifts_is_flagged_same_inputs():
-    judgement = judge(receipt("sha256:d2", inputs={}), receipt("sha256:d1", inputs={}))
+def test_an_asset_that_reads_no_asset_is_a_source_and_its_change_is_explained():
+    judgement = judge(
+        receipt("sha256:d2", inputs={}, upstream_versions={}),
+        receipt("sha256:d1", inputs={}, upstream_versions={}),
+    )
+    assert judgement.verdict is Verdict.EXPLAINED
+    assert judgement.reason == SOURCE_EXPLANATION
+    assert not judgement.is_flagged(DRIFT_REASONS)
+    assert judgement.outcome() == "explained (source: reads no asset)"
+
+
+def test_a_source_that_declares_itself_deterministic_is_judged_strictly():
+    before = receipt("sha256:d1", inputs={}, deterministic=True)
+    judgement = judge(receipt("sha256:d2", inputs={}, deterministic=True), before)
     assert judgement.reason == SAME_INPUTS
+    assert judgement.is_flagged()
 
 
-def test_a_moved_input_is_flagged_inputs_changed_and_named():
+def test_strict_sources_judges_every_source_strictly():
+    judgement = judge(
+        receipt("sha256:d2", inputs={}), receipt("sha256:d1", inputs={}), strict_sources=True
+    )
+    assert judgement.outcome() == "drift (same inputs)"
+
+
+def test_a_moved_input_passes_as_inputs_changed_naming_the_upstream_by_default():
     before = receipt("sha256:d1")
     now = receipt(
         "sha256:d2",
@@ -70,7 +92,55 @@ def test_a_moved_input_is_flagged_inputs_changed_and_named():
     )
     judgement = judge(now, before)
     assert judgement.reason == INPUTS_CHANGED
-    assert judgement.moved_inputs == ("orders",)
+    assert judgement.moved_inputs == ("raw/orders",)
+    assert not judgement.is_flagged()
+    assert judgement.outcome() == "explained (inputs changed: raw/orders)"
+
+
+def test_inputs_changed_flags_when_put_in_flag_reasons():
+    now = receipt(
+        "sha256:d2", inputs={"orders": InputDigest(asset_key="raw/orders", data_hash="x")}
+    )
+    judgement = judge(now, receipt("sha256:d1"))
+    assert judgement.is_flagged(DRIFT_REASONS)
+    assert judgement.outcome(DRIFT_REASONS) == "drift (inputs changed: raw/orders)"
+
+
+def test_the_defaults_flag_same_inputs_and_inputs_unknown_only():
+    assert DEFAULT_FLAG_REASONS == (SAME_INPUTS, INPUTS_UNKNOWN)
+
+
+def test_a_changed_config_explains_the_change():
+    judgement = judge(
+        receipt("sha256:d2", config_hash="sha256:k2"), receipt(config_hash="sha256:k1")
+    )
+    assert judgement.verdict is Verdict.EXPLAINED
+    assert judgement.outcome() == "explained (config changed)"
+
+
+def test_an_upstream_data_version_that_moved_explains_the_change_without_any_digest():
+    # raw/orders stored by another IO manager: Dagster's data version is all there is.
+    before = receipt("sha256:d1", inputs={}, upstream_versions={"raw/orders": "v1"})
+    now = receipt("sha256:d2", inputs={}, upstream_versions={"raw/orders": "v2"})
+    judgement = judge(now, before)
+    assert judgement.outcome() == "explained (inputs changed: raw/orders)"
+
+
+def test_an_upstream_with_the_same_data_version_is_same_inputs():
+    before = receipt("sha256:d1", inputs={}, upstream_versions={"raw/orders": "v1"})
+    judgement = judge(
+        receipt("sha256:d2", inputs={}, upstream_versions={"raw/orders": "v1"}), before
+    )
+    assert judgement.reason == SAME_INPUTS
+
+
+def test_an_upstream_with_no_digest_and_no_data_version_makes_the_inputs_unknown():
+    # Dagster writes INITIAL for a source it never observed: no data version at all.
+    before = receipt("sha256:d1", inputs={}, upstream_versions={"raw/orders": "INITIAL"})
+    now = receipt("sha256:d2", inputs={}, upstream_versions={"raw/orders": "INITIAL"})
+    judgement = judge(now, before)
+    assert judgement.outcome() == "drift (inputs unknown: raw/orders)"
+    assert judgement.is_flagged()
 
 
 def test_an_input_that_appeared_counts_as_moved():
@@ -83,7 +153,7 @@ def test_an_input_that_appeared_counts_as_moved():
     )
     judgement = judge(now, receipt("sha256:d1"))
     assert judgement.reason == INPUTS_CHANGED
-    assert judgement.moved_inputs == ("prices",)
+    assert judgement.moved_inputs == ("raw/prices",)
 
 
 def test_an_input_read_from_another_asset_counts_as_moved():
@@ -91,7 +161,7 @@ def test_an_input_read_from_another_asset_counts_as_moved():
         "sha256:d2",
         inputs={"orders": InputDigest(asset_key="raw/orders_v2", data_hash="sha256:i1")},
     )
-    assert judge(now, receipt("sha256:d1")).moved_inputs == ("orders",)
+    assert judge(now, receipt("sha256:d1")).moved_inputs == ("raw/orders", "raw/orders_v2")
 
 
 def test_an_input_without_a_digest_makes_the_inputs_unknown():
@@ -101,7 +171,7 @@ def test_an_input_without_a_digest_makes_the_inputs_unknown():
     )
     judgement = judge(now, receipt("sha256:d1"))
     assert judgement.reason == INPUTS_UNKNOWN
-    assert judgement.unknown_inputs == ("orders",)
+    assert judgement.unknown_inputs == ("raw/orders",)
 
 
 def test_a_receipt_without_inputs_makes_the_inputs_unknown():

@@ -199,21 +199,146 @@ def test_the_flag_is_the_latest_check_result_on_the_asset(instance):
     assert evaluation.target_materialization_data.storage_id == last_totals.storage_id
 
 
-def test_changed_upstream_data_is_flagged_inputs_changed_naming_the_input(instance):
+def test_changed_upstream_data_passes_as_inputs_changed_naming_the_upstream(instance):
     sensor = build_drift_sensor(pipeline())
     materialise(instance, pipeline(orders=[1, 2, 3]))
     second = materialise(instance, pipeline(orders=[1, 2, 4]))
     data = tick(sensor, instance, None)
 
-    flagged = evaluations_of(data, "totals")[-1]
-    assert not flagged.passed
-    assert flagged.severity == dg.AssetCheckSeverity.WARN
-    assert meta(flagged, "ubunye/reason") == INPUTS_CHANGED
-    assert meta(flagged, "ubunye/moved_inputs") == ["orders"]
-    assert "orders" in flagged.description
-    # orders itself read nothing and changed under the same code: the stronger reason wins.
-    assert meta(evaluations_of(data, "orders")[-1], "ubunye/reason") == SAME_INPUTS
-    assert drift_tag(instance, second) == SAME_INPUTS
+    totals = evaluations_of(data, "totals")[-1]
+    assert totals.passed
+    assert meta(totals, "ubunye/reason") == INPUTS_CHANGED
+    assert meta(totals, "ubunye/outcome") == "explained (inputs changed: orders)"
+    assert meta(totals, "ubunye/moved_inputs") == ["orders"]
+    assert "inputs changed: orders" in totals.description
+    # orders reads no asset: a source, whose change is expected.
+    orders = evaluations_of(data, "orders")[-1]
+    assert orders.passed and meta(orders, "ubunye/outcome") == "explained (source: reads no asset)"
+    assert drift_tag(instance, second) is None
+
+
+def test_inputs_changed_fails_the_check_as_a_warning_when_in_flag_reasons(instance):
+    sensor = build_drift_sensor(pipeline(), flag_reasons=[SAME_INPUTS, INPUTS_CHANGED])
+    materialise(instance, pipeline(orders=[1, 2, 3]))
+    second = materialise(instance, pipeline(orders=[1, 2, 4]))
+    totals = evaluations_of(tick(sensor, instance, None), "totals")[-1]
+    assert not totals.passed
+    assert totals.severity == dg.AssetCheckSeverity.WARN
+    assert meta(totals, "ubunye/outcome") == "drift (inputs changed: orders)"
+    assert drift_tag(instance, second) == INPUTS_CHANGED
+
+
+def reader_of(upstream: Any, *, name: str = "report", config_hash: str | None = None):
+    """An asset that depends on `upstream` without loading it (another IO manager's data) and
+    writes a fresh random receipt each run."""
+
+    @dg.asset(name=name, deps=[upstream])
+    def report() -> dg.Output:
+        rows = [random.random()]
+        metadata = receipt_metadata(rows)
+        if config_hash:
+            metadata[keys.CONFIG_HASH] = config_hash
+        return dg.Output(rows, metadata=metadata)
+
+    return report
+
+
+def observe(instance: dg.DagsterInstance, source: dg.SourceAsset) -> None:
+    """Run the observable source's observation in a job, as a schedule would."""
+    defs = dg.Definitions(
+        assets=[source], jobs=[dg.define_asset_job("observe_source", selection=[source])]
+    )
+    assert defs.resolve_job_def("observe_source").execute_in_process(instance=instance).success
+
+
+def test_an_upstream_dagster_versioned_elsewhere_that_moved_explains_the_change(instance):
+    published = {"version": "v1"}
+
+    @dg.observable_source_asset(name="feed")
+    def feed() -> dg.DataVersion:
+        return dg.DataVersion(published["version"])
+
+    report = reader_of(feed)
+    for version in ("v1", "v2"):
+        published["version"] = version
+        observe(instance, feed)
+        materialise(instance, [feed, report], selection=["report"])
+    evaluation = evaluations_of(tick(build_drift_sensor([report]), instance, None), "report")[-1]
+    assert evaluation.passed
+    assert meta(evaluation, "ubunye/outcome") == "explained (inputs changed: feed)"
+
+
+def test_an_upstream_whose_data_version_held_leaves_same_inputs(instance):
+    @dg.observable_source_asset(name="feed")
+    def feed() -> dg.DataVersion:
+        return dg.DataVersion("v1")
+
+    report = reader_of(feed)
+    observe(instance, feed)
+    materialise(instance, [feed, report], selection=["report"])
+    materialise(instance, [feed, report], selection=["report"])
+    evaluation = evaluations_of(tick(build_drift_sensor([report]), instance, None), "report")[-1]
+    assert not evaluation.passed
+    assert meta(evaluation, "ubunye/outcome") == "drift (same inputs)"
+
+
+def test_an_upstream_with_no_digest_and_no_data_version_is_flagged_inputs_unknown(instance):
+    report = reader_of(dg.AssetSpec("dropped_file"))
+    materialise(instance, [report])
+    materialise(instance, [report])
+    evaluation = evaluations_of(tick(build_drift_sensor([report]), instance, None), "report")[-1]
+    assert not evaluation.passed
+    assert evaluation.severity == dg.AssetCheckSeverity.WARN
+    assert meta(evaluation, "ubunye/outcome") == "drift (inputs unknown: dropped_file)"
+
+
+def test_a_changed_run_config_explains_the_change(instance):
+    for config_hash in ("sha256:k1", "sha256:k2"):
+        materialise(instance, [reader_of("upstream", config_hash=config_hash)])
+    sensor = build_drift_sensor(["report"])
+    evaluation = evaluations_of(tick(sensor, instance, None), "report")[-1]
+    assert evaluation.passed
+    assert meta(evaluation, "ubunye/outcome") == "explained (config changed)"
+
+
+def noisy_source(**metadata: Any) -> dg.AssetsDefinition:
+    @dg.asset(name="ingested", metadata=metadata)
+    def ingested() -> dg.Output:
+        rows = [random.random()]
+        return dg.Output(rows, metadata=receipt_metadata(rows))
+
+    return ingested
+
+
+def test_an_asset_that_reads_no_asset_is_a_source_and_passes(instance):
+    source = noisy_source()
+    materialise(instance, [source])
+    materialise(instance, [source])
+    evaluation = evaluations_of(tick(build_drift_sensor([source]), instance, None), "ingested")[-1]
+    assert evaluation.passed
+    assert meta(evaluation, "ubunye/outcome") == "explained (source: reads no asset)"
+
+
+def test_a_source_declared_deterministic_is_flagged_same_inputs(instance):
+    source = noisy_source(**{keys.DETERMINISTIC: True})
+    materialise(instance, [source])
+    materialise(instance, [source])
+    defs = dg.Definitions(assets=[source])
+    for sensor in (build_drift_sensor([source]), build_drift_sensor(None)):
+        context = dg.build_sensor_context(instance=instance, definitions=defs)
+        data = sensor.evaluate_tick(context)
+        evaluation = evaluations_of(data, "ingested")[-1]
+        assert not evaluation.passed
+        assert meta(evaluation, "ubunye/outcome") == "drift (same inputs)"
+
+
+def test_strict_sources_judges_every_source_strictly(instance):
+    source = noisy_source()
+    materialise(instance, [source])
+    materialise(instance, [source])
+    sensor = build_drift_sensor([source], strict_sources=True)
+    evaluation = evaluations_of(tick(sensor, instance, None), "ingested")[-1]
+    assert not evaluation.passed and evaluation.severity == dg.AssetCheckSeverity.ERROR
 
 
 @pytest.mark.parametrize(
@@ -314,16 +439,17 @@ def test_with_no_time_budget_left_a_tick_still_judges_one_materialisation(instan
 
 
 def test_reasons_left_out_of_flag_reasons_pass_with_the_reason_recorded(instance):
-    sensor = build_drift_sensor(pipeline(), flag_reasons=[SAME_INPUTS])
-    materialise(instance, pipeline(orders=[1, 2, 3]))
-    materialise(instance, pipeline(orders=[7, 8, 9], noisy_orders=False))
+    sensor = build_drift_sensor(pipeline(), flag_reasons=[INPUTS_UNKNOWN])
+    materialise(instance, pipeline(noisy_totals=True))
+    materialise(instance, pipeline(noisy_totals=True))
     data = tick(sensor, instance, None)
 
     totals = evaluations_of(data, "totals")[-1]
     assert totals.passed
     assert meta(totals, "ubunye/verdict") == "drift"
-    assert meta(totals, "ubunye/reason") == INPUTS_CHANGED
+    assert meta(totals, "ubunye/reason") == SAME_INPUTS
     assert meta(totals, "ubunye/flagged") is False
+    assert meta(totals, "ubunye/outcome") == "drift, not flagged (same inputs)"
 
 
 def test_unknown_flag_reasons_are_refused_when_the_sensor_is_built():
@@ -562,7 +688,8 @@ def test_receipts_written_by_the_ubunye_io_manager_are_judged(instance, tmp_path
     assert drift_tag(instance, second) == SAME_INPUTS
 
 
-@dg.asset(name="noisy")
+# Declared deterministic: it reads no asset, so otherwise it would be a source and pass.
+@dg.asset(name="noisy", metadata={keys.DETERMINISTIC: True})
 def _noisy_asset() -> dg.Output:
     rows = [random.random()]
     return dg.Output(rows, metadata=receipt_metadata(rows))
@@ -636,3 +763,40 @@ def test_under_the_sensor_daemon_the_flag_shows_in_the_ui_and_the_cursor_is_kept
         "ERROR",
     )
     assert [run["runId"] for run in shown.data["runsOrError"]["results"]] == [second]
+
+
+def test_a_changed_run_config_written_by_the_io_manager_explains_only_the_asset_it_reaches(
+    instance, tmp_path
+):
+    pd = pytest.importorskip("pandas")
+    from ubunye_dagster import UbunyeIOManager, UbunyeResource
+
+    @dg.asset
+    def base_prices():
+        return pd.DataFrame({"sku": ["a", "b"], "price": [1.5 + random.random(), 2.0]})
+
+    # No annotations: this module's annotations are strings, which Dagster cannot resolve here.
+    @dg.asset(config_schema={"factor": float})
+    def scaled(context, base_prices):
+        return base_prices.assign(
+            price=base_prices["price"] * context.op_execution_context.op_config["factor"]
+        )
+
+    resources = {
+        "io_manager": UbunyeIOManager(
+            base_path=str(tmp_path / "data"), ubunye=UbunyeResource(usecase_dir=str(tmp_path))
+        )
+    }
+    assets = [base_prices, scaled]
+    for factor in (1.0, 2.0):
+        config = {"ops": {"scaled": {"config": {"factor": factor}}}}
+        materialise(instance, assets, resources=resources, run_config=config)
+    data = tick(build_drift_sensor(assets, strict_sources=True), instance, None)
+
+    assert meta(evaluations_of(data, "scaled")[-1], "ubunye/outcome") == (
+        "explained (config changed)"
+    )
+    # base_prices got no config: its hash held, so its random change is judged strictly.
+    assert meta(evaluations_of(data, "base_prices")[-1], "ubunye/outcome") == (
+        "drift (same inputs)"
+    )

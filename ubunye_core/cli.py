@@ -1,4 +1,5 @@
-"""``ubunye-dagster lineage list|show|trace|compare|search``: read the run records of a use case.
+"""``ubunye-dagster lineage list|show|trace|compare|search``: read the run records of a use case;
+``ubunye-dagster clean``: remove what killed writers staged beside the data.
 
 Flags are the reference CLI's (``-d/--usecase-dir -u -p -t --run-id --run-id1 --run-id2
 --lineage-dir --json``), so the same command line works with ``ubunye lineage``. ``--asset a/b``
@@ -33,9 +34,10 @@ from ubunye_core.cli_render import (
     trace_tree,
 )
 from ubunye_core.compare import compare
-from ubunye_core.drift import judge_records, partition_of
+from ubunye_core.drift import DEFAULT_FLAG_REASONS, DRIFT_REASONS, judge_records, partition_of
 from ubunye_core.record import RunRecord
 from ubunye_core.row_report import ReportError, output_step
+from ubunye_core.staging import DEFAULT_STALE_AFTER, dead_staging_entries, remove_dead_staging
 from ubunye_core.store import (
     LINEAGE_SUBDIR,
     LineageStore,
@@ -276,8 +278,25 @@ def latest_pair(store: LineageStore, task_path: str) -> tuple[RunRecord, RunReco
     is_flag=True,
     help="Add the drift verdict to --json as key 'drift' (the table always shows it).",
 )
+@click.option(
+    "--strict-sources",
+    is_flag=True,
+    help="Judge assets that read no asset strictly, as build_drift_sensor(strict_sources=True).",
+)
+@click.option(
+    "--flag",
+    "flag_reasons",
+    multiple=True,
+    type=click.Choice(DRIFT_REASONS),
+    help="A drift reason that flags (repeat; default: 'same inputs' and 'inputs unknown').",
+)
 def compare_command(
-    selection: Selection, run_id1: str | None, run_id2: str | None, with_drift: bool
+    selection: Selection,
+    run_id1: str | None,
+    run_id2: str | None,
+    with_drift: bool,
+    strict_sources: bool,
+    flag_reasons: tuple[str, ...],
 ) -> None:
     """Two runs side by side (by default the newest and the one before it of the same
     partition): changed, unchanged, unknown or not comparable, and why; then the drift
@@ -295,16 +314,17 @@ def compare_command(
         a, b = latest_pair(store, task_path)
     comparison = compare(a, b)
     previous, current = earlier_first(a, b)
-    judgements = judge_records(previous.to_dict(), current.to_dict())
+    judgements = judge_records(previous.to_dict(), current.to_dict(), strict_sources=strict_sources)
+    flags = flag_reasons or DEFAULT_FLAG_REASONS
     if selection.as_json:
         document = comparison.to_dict()
         if with_drift:
-            document["drift"] = drift_document(judgements, previous, current)
+            document["drift"] = drift_document(judgements, previous, current, flags)
         _print_json(document)
     else:
         console = make_console()
         console.print(compare_table(comparison))
-        console.print(drift_lines(judgements, previous, current))
+        console.print(drift_lines(judgements, previous, current, flags))
 
 
 @lineage.command("search")
@@ -405,6 +425,44 @@ def _two_runs(
     if run_id1 and run_id2:
         return selection.store.load(task_path, run_id1), selection.store.load(task_path, run_id2)
     return latest_pair(selection.store, task_path)
+
+
+@cli.command("clean")
+@click.argument("base_path")
+@click.option(
+    "--older-than",
+    "older_than_hours",
+    type=click.FloatRange(min=0),
+    default=DEFAULT_STALE_AFTER / 3600,
+    show_default=True,
+    help="Hours after which another host's staging entry counts as left by a dead writer.",
+)
+@click.option("--dry-run", is_flag=True, help="List what would be removed; remove nothing.")
+@click.option(
+    "--storage-options",
+    default="{}",
+    help='fsspec options as JSON, e.g. \'{"client_kwargs": {"endpoint_url": "..."}}\'.',
+)
+def clean_command(
+    base_path: str, older_than_hours: float, dry_run: bool, storage_options: str
+) -> None:
+    """Remove the staging entries (``.ubunye-tmp-*``) that killed writers left under BASE_PATH
+    (the IO manager's base_path: a folder or an fsspec URL). A live writer's entry is never
+    touched: on this host its process is asked; from another host, only entries older than
+    --older-than count as dead."""
+    root = UPath(base_path, **json.loads(storage_options))
+    native = str(root.absolute()) if root.protocol in ("", "file", "local") else root.path
+    stale_after = older_than_hours * 3600
+    if dry_run:
+        found = list(dead_staging_entries(root.fs, native, stale_after=stale_after, recursive=True))
+    else:
+        found = remove_dead_staging(root.fs, native, stale_after=stale_after, recursive=True)
+    for path in found:
+        click.echo(path)
+    verb = "would remove" if dry_run else "removed"
+    click.echo(
+        f"{verb} {len(found)} staging entr{'y' if len(found) == 1 else 'ies'} left by dead writers"
+    )
 
 
 def _fail(message: str, as_json: bool, code: int = 1) -> int:

@@ -6,6 +6,7 @@ can read either tool's output; ``trace`` adds the v2 evidence beside them.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from rich.console import Console
@@ -14,7 +15,13 @@ from rich.text import Text
 from rich.tree import Tree
 
 from ubunye_core.compare import Comparison, DataHashVerdict, FieldChange
-from ubunye_core.drift import INPUTS_CHANGED, SAME_INPUTS, Judgement, Verdict
+from ubunye_core.drift import (
+    DEFAULT_FLAG_REASONS,
+    INPUTS_CHANGED,
+    SAME_INPUTS,
+    Judgement,
+    Verdict,
+)
 from ubunye_core.record import RunRecord, StepRecord
 
 _STATUS_STYLE = {"success": "green", "error": "red", "running": "yellow"}
@@ -272,35 +279,39 @@ def compare_table(comparison: Comparison) -> Table:
     return table
 
 
-def _drift_why(judgement: Judgement) -> str:
+def _drift_why(judgement: Judgement, flag_reasons: Sequence[str]) -> str:
     """One sentence saying what the drift judgement found and why."""
     if judgement.verdict is Verdict.UNCHANGED:
         return "same data as the previous run"
-    if judgement.verdict is Verdict.EXPLAINED:
-        return f"data changed, explained: {judgement.reason}"
     if judgement.verdict is Verdict.NOT_JUDGED:
         return judgement.reason
-    same = "data changed under the same code and environment"
+    if judgement.verdict is Verdict.EXPLAINED and not judgement.is_flagged(flag_reasons):
+        return f"data changed, explained: {judgement.detail}"
+    same = "data changed under the same code, environment and config"
     if judgement.reason == SAME_INPUTS:
-        return f"{same} while every input digest held (non-determinism)"
+        return f"{same} while every upstream held (non-determinism)"
     if judgement.reason == INPUTS_CHANGED:
-        return f"{same}; inputs moved: {', '.join(judgement.moved_inputs)}"
+        return f"{same}; upstreams moved: {', '.join(judgement.moved_inputs)}"
     unknown = f" ({', '.join(judgement.unknown_inputs)})" if judgement.unknown_inputs else ""
-    return f"{same}; the input digests{unknown} are not recorded, so they cannot be compared"
+    return f"{same}; the upstreams{unknown} have neither a digest nor a data version"
 
 
 def drift_document(
-    judgements: dict[str, Judgement], previous: RunRecord, current: RunRecord
+    judgements: dict[str, Judgement],
+    previous: RunRecord,
+    current: RunRecord,
+    flag_reasons: Sequence[str] = DEFAULT_FLAG_REASONS,
 ) -> dict[str, dict[str, Any]]:
     """``compare --json --drift``: per output, the sensor's verdict on the newer run."""
     return {
         name: {
             "verdict": judgement.verdict.value,
             "reason": judgement.drift_reason,
-            "flagged": judgement.is_flagged(),
+            "flagged": judgement.is_flagged(flag_reasons),
+            "outcome": judgement.outcome(flag_reasons),
             "inputs_moved": list(judgement.moved_inputs),
             "inputs_unknown": list(judgement.unknown_inputs),
-            "why": _drift_why(judgement),
+            "why": _drift_why(judgement, flag_reasons),
             "previous_run_id": previous.run_id,
             "current_run_id": current.run_id,
         }
@@ -308,20 +319,26 @@ def drift_document(
     }
 
 
-def _drift_label(judgement: Judgement) -> Text:
-    if judgement.verdict is Verdict.DRIFT:
-        names = judgement.moved_inputs if judgement.reason == INPUTS_CHANGED else ()
-        names = names or judgement.unknown_inputs
-        detail = f"{judgement.reason}: {', '.join(names)}" if names else judgement.reason
-        return Text(f"FLAGGED ({detail})", style="bold red")
-    if judgement.verdict is Verdict.UNCHANGED:
-        return Text("unchanged", style="green")
-    if judgement.verdict is Verdict.EXPLAINED:
-        return Text(f"explained ({judgement.reason})", style="green")
-    return Text(f"not judged ({judgement.reason})", style="yellow")
+_OUTCOME_STYLE = {
+    Verdict.UNCHANGED: "green",
+    Verdict.EXPLAINED: "green",
+    Verdict.NOT_JUDGED: "yellow",
+    Verdict.DRIFT: "yellow",
+}
 
 
-def drift_lines(judgements: dict[str, Judgement], previous: RunRecord, current: RunRecord) -> Text:
+def _drift_label(judgement: Judgement, flag_reasons: Sequence[str]) -> Text:
+    flagged = judgement.is_flagged(flag_reasons)
+    style = "bold red" if flagged else _OUTCOME_STYLE[judgement.verdict]
+    return Text(judgement.outcome(flag_reasons), style=style)
+
+
+def drift_lines(
+    judgements: dict[str, Judgement],
+    previous: RunRecord,
+    current: RunRecord,
+    flag_reasons: Sequence[str] = DEFAULT_FLAG_REASONS,
+) -> Text:
     """``compare``: a line per output shared by both runs with the drift sensor's verdict."""
     lines = Text(
         f"Drift: run {current.run_id} judged against the earlier run {previous.run_id}, "
@@ -333,7 +350,7 @@ def drift_lines(judgements: dict[str, Judgement], previous: RunRecord, current: 
         if index:
             lines.append("\n")
         lines.append(f"drift  {name}: ")
-        lines.append_text(_drift_label(judgement))
+        lines.append_text(_drift_label(judgement, flag_reasons))
     return lines
 
 

@@ -8,20 +8,33 @@ log; `ubunye-dagster lineage compare` judges two run records with the same rules
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from enum import Enum
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, field_validator
 
-#: The data moved while code, environment and every input digest stayed put: non-determinism.
+#: The data moved while code, environment, config and every upstream stayed put: non-determinism.
 SAME_INPUTS = "same inputs"
-#: The data moved under the same code and environment, and at least one input digest moved.
+#: The data moved under the same code, environment and config, and at least one upstream moved.
 INPUTS_CHANGED = "inputs changed"
-#: The data moved under the same code and environment, and the inputs cannot be compared.
+#: The data moved under the same code, environment and config, and an upstream has neither a
+#: digest nor a data version, so it cannot be compared.
 INPUTS_UNKNOWN = "inputs unknown"
-#: Every drift reason, strongest signal first.
+#: Every reason that can raise a flag, strongest signal first.
 DRIFT_REASONS: tuple[str, ...] = (SAME_INPUTS, INPUTS_UNKNOWN, INPUTS_CHANGED)
+#: What flags when nothing is configured: `inputs changed` passes, naming the inputs.
+DEFAULT_FLAG_REASONS: tuple[str, ...] = (SAME_INPUTS, INPUTS_UNKNOWN)
+#: The explanation of an asset that reads no asset at all (ingestion from an API, a database, ...).
+SOURCE_EXPLANATION = "source: reads no asset"
+#: Data versions Dagster writes for an upstream it knows nothing about (never observed).
+_PLACEHOLDER_VERSIONS = frozenset({"INITIAL", "NULL", "UNKNOWN"})
+
+#: Run record `variables` the drift judgement reads: each upstream's Dagster data version by
+#: asset key, each input's asset key by input name, and the asset's determinism declaration.
+UPSTREAM_VERSIONS_VARIABLE = "upstream_data_versions"
+INPUT_ASSET_KEYS_VARIABLE = "input_asset_keys"
+DETERMINISTIC_VARIABLE = "deterministic"
 
 #: Every materialisation metadata key the IO manager writes starts with this.
 METADATA_PREFIX = "ubunye/"
@@ -62,7 +75,17 @@ class DriftEvidence(BaseModel):
     inputs: dict[str, InputDigest] | None = None
     code_hash: str | None = None
     environment_hash: str | None = None
+    config_hash: str | None = None
+    #: Each upstream's Dagster data version by asset key ("a/b"); None when not known.
+    upstream_versions: dict[str, str | None] | None = None
+    #: The asset declared itself deterministic (`ubunye/deterministic: True`).
+    deterministic: bool = False
     record_path: str | None = None
+
+    @field_validator("upstream_versions", mode="before")
+    @classmethod
+    def _placeholders_are_no_version(cls, value: Any) -> Any:
+        return upstream_versions_from(value) if value is not None else None
 
     @classmethod
     def from_record(
@@ -73,14 +96,17 @@ class DriftEvidence(BaseModel):
         `output_name` may be left out when the record has exactly one output.
         """
         step = _output_step(record.get("outputs"), output_name)
-        inputs = record.get("inputs")
+        variables = _variables(record)
         return cls(
             data_hash=_text_or_none(step.get("data_hash")),
             hash_method=_text_or_none(step.get("hash_method")),
             hash_error=_text_or_none(step.get("hash_error")),
             code_hash=_text_or_none(record.get("code_hash")),
             environment_hash=_text_or_none(record.get("environment_hash")),
-            inputs=_inputs_from_record_steps(inputs) if isinstance(inputs, list) else None,
+            config_hash=_text_or_none(record.get("config_hash")),
+            inputs=_record_inputs(record),
+            upstream_versions=upstream_versions_from(variables.get(UPSTREAM_VERSIONS_VARIABLE)),
+            deterministic=variables.get(DETERMINISTIC_VARIABLE) is True,
         )
 
     @property
@@ -89,6 +115,7 @@ class DriftEvidence(BaseModel):
         return (
             self.code_hash is None
             or self.environment_hash is None
+            or self.config_hash is None
             or self.inputs is None
             or (self.data_hash is not None and self.hash_method is None)
         )
@@ -106,8 +133,16 @@ class DriftEvidence(BaseModel):
             updates["code_hash"] = _text_or_none(record.get("code_hash"))
         if self.environment_hash is None:
             updates["environment_hash"] = _text_or_none(record.get("environment_hash"))
+        if self.config_hash is None:
+            updates["config_hash"] = _text_or_none(record.get("config_hash"))
         if self.inputs is None and isinstance(record.get("inputs"), list):
-            updates["inputs"] = _inputs_from_record_steps(record["inputs"])
+            updates["inputs"] = _record_inputs(record)
+        if self.upstream_versions is None:
+            updates["upstream_versions"] = upstream_versions_from(
+                _variables(record).get(UPSTREAM_VERSIONS_VARIABLE)
+            )
+        if not self.deterministic:
+            updates["deterministic"] = _variables(record).get(DETERMINISTIC_VARIABLE) is True
         if self.hash_method is None and self.data_hash is not None:
             step = _matching_output(record.get("outputs"), self.data_hash, output_name)
             if step is not None:
@@ -116,7 +151,11 @@ class DriftEvidence(BaseModel):
 
 
 class Judgement(BaseModel):
-    """The outcome of comparing a receipt with its predecessor, with the words that explain it."""
+    """The outcome of comparing a receipt with its predecessor, with the words that explain it.
+
+    `verdict` and `reason` never depend on configuration; `is_flagged` and `outcome` apply the
+    flag reasons.
+    """
 
     model_config = ConfigDict(frozen=True)
 
@@ -127,12 +166,31 @@ class Judgement(BaseModel):
 
     @property
     def drift_reason(self) -> str | None:
-        """One of `DRIFT_REASONS` when the data drifted, else None."""
-        return self.reason if self.verdict is Verdict.DRIFT else None
+        """One of `DRIFT_REASONS` when the change can raise a flag, else None."""
+        return self.reason if self.reason in DRIFT_REASONS else None
 
-    def is_flagged(self, flag_reasons: Iterable[str] = DRIFT_REASONS) -> bool:
+    def is_flagged(self, flag_reasons: Iterable[str] = DEFAULT_FLAG_REASONS) -> bool:
         """Whether this judgement raises a flag under the configured drift reasons."""
-        return self.verdict is Verdict.DRIFT and self.reason in set(flag_reasons)
+        return self.drift_reason is not None and self.reason in set(flag_reasons)
+
+    @property
+    def detail(self) -> str:
+        """The reason with the upstreams it names: `inputs changed: raw/orders`."""
+        names = self.moved_inputs if self.reason == INPUTS_CHANGED else self.unknown_inputs
+        if self.reason in (INPUTS_CHANGED, INPUTS_UNKNOWN) and names:
+            return f"{self.reason}: {', '.join(names)}"
+        return self.reason
+
+    def outcome(self, flag_reasons: Iterable[str] = DEFAULT_FLAG_REASONS) -> str:
+        """The verdict in one phrase, as README, CLI and sensor show it:
+        `explained (inputs changed: raw/orders)`, `drift (same inputs)`, `unchanged`."""
+        if self.verdict is Verdict.UNCHANGED:
+            return Verdict.UNCHANGED.value
+        if self.is_flagged(flag_reasons):
+            return f"drift ({self.detail})"
+        if self.verdict is Verdict.DRIFT:
+            return f"drift, not flagged ({self.detail})"
+        return f"{self.verdict.value} ({self.detail})"
 
 
 def carries_ubunye_metadata(values: Mapping[str, Any]) -> bool:
@@ -161,8 +219,15 @@ def strongest_reason(reasons: Iterable[str]) -> str:
     raise ValueError(f"no drift reason among {sorted(present)!r}")
 
 
-def judge(current: DriftEvidence, previous: DriftEvidence | None) -> Judgement:
-    """Compare a materialisation's receipt with the previous one of the same asset and partition."""
+def judge(
+    current: DriftEvidence, previous: DriftEvidence | None, *, strict_sources: bool = False
+) -> Judgement:
+    """Compare a materialisation's receipt with the previous one of the same asset and partition.
+
+    The one place the verdict is decided: the sensor, the asset check and `lineage compare` call
+    it. `strict_sources` (or the asset's own `deterministic`) judges an asset that reads no
+    asset strictly: changed data with nothing else changed is `same inputs`.
+    """
     if previous is None:
         return Judgement(
             verdict=Verdict.NOT_JUDGED,
@@ -183,22 +248,25 @@ def judge(current: DriftEvidence, previous: DriftEvidence | None) -> Judgement:
         )
     if current.data_hash == previous.data_hash:
         return Judgement(verdict=Verdict.UNCHANGED, reason="data unchanged")
-
-    code = _state(previous.code_hash, current.code_hash)
-    environment = _state(previous.environment_hash, current.environment_hash)
-    moved = [name for name, state in (("code", code), ("environment", environment)) if state]
+    states = {
+        "code": _state(previous.code_hash, current.code_hash),
+        "environment": _state(previous.environment_hash, current.environment_hash),
+        # A config hash missing on either side (a receipt from before it was kept) explains
+        # nothing, and does not stop the judgement either.
+        "config": _state(previous.config_hash, current.config_hash) or False,
+    }
+    moved = [name for name, state in states.items() if state]
     if moved:
         return Judgement(verdict=Verdict.EXPLAINED, reason=f"{' and '.join(moved)} changed")
-    unknown = [
-        name for name, state in (("code", code), ("environment", environment)) if state is None
-    ]
+    unknown = [name for name, state in states.items() if state is None]
     if unknown:
         return Judgement(
             verdict=Verdict.NOT_JUDGED,
             reason=f"data changed but the {' and '.join(unknown)} hash is missing, so the "
             "change cannot be attributed",
         )
-    return _judge_inputs(current.inputs, previous.inputs)
+    strict = strict_sources or current.deterministic
+    return _judge_upstreams(current, previous, strict=strict)
 
 
 def partition_of(record: Mapping[str, Any]) -> str | None:
@@ -209,7 +277,9 @@ def partition_of(record: Mapping[str, Any]) -> str | None:
     return _text_or_none(variables.get("partition_key"))
 
 
-def judge_records(previous: Mapping[str, Any], current: Mapping[str, Any]) -> dict[str, Judgement]:
+def judge_records(
+    previous: Mapping[str, Any], current: Mapping[str, Any], *, strict_sources: bool = False
+) -> dict[str, Judgement]:
     """Judge each output present in both run records (v2 JSON as dicts), current against previous.
 
     The rules are `judge`'s; two records of different partitions are never compared, as the
@@ -229,7 +299,9 @@ def judge_records(previous: Mapping[str, Any], current: Mapping[str, Any]) -> di
         return dict.fromkeys(shared, apart)
     return {
         name: judge(
-            DriftEvidence.from_record(current, name), DriftEvidence.from_record(previous, name)
+            DriftEvidence.from_record(current, name),
+            DriftEvidence.from_record(previous, name),
+            strict_sources=strict_sources,
         )
         for name in shared
     }
@@ -243,27 +315,75 @@ def _output_names(record: Mapping[str, Any]) -> list[str]:
     return list(dict.fromkeys(names))
 
 
-def _judge_inputs(
-    current: Mapping[str, InputDigest] | None, previous: Mapping[str, InputDigest] | None
-) -> Judgement:
-    """Data moved under the same code and environment: say which of the three reasons holds."""
-    if current is None or previous is None:
+class _Upstream(BaseModel):
+    """One upstream as a receipt saw it: the digest read through the IO manager and/or the data
+    version Dagster recorded for it."""
+
+    model_config = ConfigDict(frozen=True)
+
+    data_hash: str | None = None
+    data_version: str | None = None
+    loaded: bool = False
+
+
+def _upstreams(receipt: DriftEvidence) -> dict[str, _Upstream] | None:
+    """Every upstream of a receipt by asset key (by input name for an op input); None when the
+    receipt says nothing about what it read."""
+    if receipt.inputs is None and receipt.upstream_versions is None:
+        return None
+    view: dict[str, _Upstream] = {}
+    for name, entry in (receipt.inputs or {}).items():
+        view[entry.asset_key or name] = _Upstream(data_hash=entry.data_hash, loaded=True)
+    for key, version in (receipt.upstream_versions or {}).items():
+        known = view.get(key, _Upstream())
+        view[key] = known.model_copy(update={"data_version": version})
+    return view
+
+
+def _upstream_moved(before: _Upstream, now: _Upstream) -> bool | None:
+    """True when an upstream moved, False when it held, None when it cannot be told."""
+    if before.data_hash is not None and now.data_hash is not None:
+        return before.data_hash != now.data_hash
+    if before.data_version is not None and now.data_version is not None:
+        return before.data_version != now.data_version
+    return None
+
+
+def _appeared_or_disappeared(
+    key: str,
+    now: Mapping[str, _Upstream],
+    before: Mapping[str, _Upstream],
+    current: DriftEvidence,
+    previous: DriftEvidence,
+) -> bool | None:
+    """An upstream on one side only moved, unless the other side could not have listed it."""
+    seen = now.get(key) or before[key]
+    other = previous if key in now else current
+    listed = other.inputs is not None if seen.loaded else other.upstream_versions is not None
+    return True if listed else None
+
+
+def _judge_upstreams(current: DriftEvidence, previous: DriftEvidence, *, strict: bool) -> Judgement:
+    """Data moved under the same code, environment and config: the upstreams decide the reason."""
+    now, before = _upstreams(current), _upstreams(previous)
+    if now is None or before is None:
         return Judgement(verdict=Verdict.DRIFT, reason=INPUTS_UNKNOWN)
+    if not now and not before and not strict:
+        return Judgement(verdict=Verdict.EXPLAINED, reason=SOURCE_EXPLANATION)
     moved: list[str] = []
     unknown: list[str] = []
-    for name in sorted(set(current) | set(previous)):
-        before, now = previous.get(name), current.get(name)
-        if before is None or now is None:
-            moved.append(name)  # an input appeared or disappeared
-        elif before.asset_key and now.asset_key and before.asset_key != now.asset_key:
-            moved.append(name)
-        elif before.data_hash is None or now.data_hash is None:
-            unknown.append(name)
-        elif before.data_hash != now.data_hash:
-            moved.append(name)
+    for key in sorted(set(now) | set(before)):
+        if key in now and key in before:
+            state = _upstream_moved(before[key], now[key])
+        else:
+            state = _appeared_or_disappeared(key, now, before, current, previous)
+        if state:
+            moved.append(key)
+        elif state is None:
+            unknown.append(key)
     if moved:
         return Judgement(
-            verdict=Verdict.DRIFT,
+            verdict=Verdict.EXPLAINED,
             reason=INPUTS_CHANGED,
             moved_inputs=tuple(moved),
             unknown_inputs=tuple(unknown),
@@ -296,17 +416,21 @@ def _text_or_none(value: Any) -> str | None:
     return text or None
 
 
-def inputs_from_document(value: Any) -> dict[str, InputDigest] | None:
-    """Parse an inputs document `{name: {asset_key, data_hash, row_count, hash_error}}` (a
-    mapping or its JSON text); None when absent or unreadable."""
-    if value is None:
-        return None
+def _mapping_or_json(value: Any) -> Mapping[str, Any] | None:
+    """A mapping given as itself or as its JSON text; None for anything else."""
     if isinstance(value, str):
         try:
             value = json.loads(value)
         except json.JSONDecodeError:
             return None
-    if not isinstance(value, Mapping):
+    return value if isinstance(value, Mapping) else None
+
+
+def inputs_from_document(value: Any) -> dict[str, InputDigest] | None:
+    """Parse an inputs document `{name: {asset_key, data_hash, row_count, hash_error}}` (a
+    mapping or its JSON text); None when absent or unreadable."""
+    value = _mapping_or_json(value)
+    if value is None:
         return None
     inputs: dict[str, InputDigest] = {}
     for name, entry in value.items():
@@ -316,11 +440,37 @@ def inputs_from_document(value: Any) -> dict[str, InputDigest] | None:
     return inputs
 
 
-def _inputs_from_record_steps(steps: Sequence[Any]) -> dict[str, InputDigest]:
+def upstream_versions_from(value: Any) -> dict[str, str | None] | None:
+    """Upstream data versions `{asset key: version}` (a mapping or its JSON text); a version
+    Dagster writes for an upstream it knows nothing about (`INITIAL`, `NULL`, `UNKNOWN`) counts
+    as none. None when absent or unreadable."""
+    value = _mapping_or_json(value)
+    if value is None:
+        return None
+    return {
+        str(key): None if version is None or str(version) in _PLACEHOLDER_VERSIONS else str(version)
+        for key, version in value.items()
+    }
+
+
+def _variables(record: Mapping[str, Any]) -> Mapping[str, Any]:
+    variables = record.get("variables")
+    return variables if isinstance(variables, Mapping) else {}
+
+
+def _record_inputs(record: Mapping[str, Any]) -> dict[str, InputDigest] | None:
+    """A run record's input steps, with the asset each came from when the record names it."""
+    steps = record.get("inputs")
+    if not isinstance(steps, list):
+        return None
+    asset_keys = _variables(record).get(INPUT_ASSET_KEYS_VARIABLE)
+    asset_keys = asset_keys if isinstance(asset_keys, Mapping) else {}
     inputs: dict[str, InputDigest] = {}
     for step in steps:
         if isinstance(step, Mapping) and step.get("name"):
-            inputs[str(step["name"])] = InputDigest(
+            name = str(step["name"])
+            inputs[name] = InputDigest(
+                asset_key=_text_or_none(asset_keys.get(name)),
                 data_hash=_text_or_none(step.get("data_hash")),
                 row_count=step.get("row_count") if isinstance(step.get("row_count"), int) else None,
                 hash_error=_text_or_none(step.get("hash_error")),

@@ -2,9 +2,20 @@
 
 from __future__ import annotations
 
-from ubunye_core.drift import DRIFT_REASONS, INPUTS_CHANGED, INPUTS_UNKNOWN, SAME_INPUTS
+from ubunye_core.drift import (
+    DEFAULT_FLAG_REASONS,
+    DRIFT_REASONS,
+    INPUTS_CHANGED,
+    INPUTS_UNKNOWN,
+    SAME_INPUTS,
+    SOURCE_EXPLANATION,
+)
 from ubunye_dagster.error_records import with_error_records
-from ubunye_dagster.expectations import ExpectationError, ExpectationFailed
+from ubunye_dagster.expectations import (
+    ExpectationError,
+    ExpectationFailed,
+    validate_declared_expectations,
+)
 from ubunye_dagster.io_manager import UbunyeIOManager, UnverifiedReadError
 from ubunye_dagster.resource import Receipt, UbunyeResource
 from ubunye_dagster.sensor import (
@@ -16,11 +27,13 @@ from ubunye_dagster.sensor import (
 
 __all__ = [
     "CHECK_NAME",
+    "DEFAULT_FLAG_REASONS",
     "DRIFT_REASONS",
     "DRIFT_TAG",
     "INPUTS_CHANGED",
     "INPUTS_UNKNOWN",
     "SAME_INPUTS",
+    "SOURCE_EXPLANATION",
     "ExpectationError",
     "ExpectationFailed",
     "Receipt",
@@ -29,5 +42,6 @@ __all__ = [
     "UnverifiedReadError",
     "build_drift_sensor",
     "build_reproducibility_checks",
+    "validate_declared_expectations",
     "with_error_records",
 ]

@@ -18,6 +18,7 @@ from dagster._core.definitions.asset_checks.asset_check_evaluation import (
     AssetCheckEvaluationTargetMaterializationData,
 )
 from dagster._core.definitions.assets.graph.asset_graph import AssetNode
+from dagster._core.definitions.data_version import CODE_VERSION_TAG, INPUT_DATA_VERSION_TAG_PREFIX
 from dagster._core.definitions.unresolved_asset_job_definition import (
     UnresolvedAssetJobDefinition,
 )
@@ -28,8 +29,12 @@ from ubunye_dagster.identity import package_for_group
 from ubunye_dagster.metadata import CODE_FOLDER
 from ubunye_dagster.records import Subject
 
-# Dagster types used by name elsewhere in the glue (no public alias exists for them).
+# Dagster types used by name elsewhere in the glue (no public alias exists for them), and the
+# tags Dagster puts on a step's materialisation: its code version, and one data version per
+# upstream asset ("<prefix>/<asset key>").
 __all__ = [
+    "CODE_VERSION_TAG",
+    "INPUT_DATA_VERSION_TAG_PREFIX",
     "AssetCheckEvaluationTargetMaterializationData",
     "StepExecutionContext",
     "UnresolvedAssetJobDefinition",
@@ -218,6 +223,23 @@ def parent_keys(step_context: StepExecutionContext, asset_key: dg.AssetKey) -> s
     """The asset's upstream keys as ``a/b`` text, or None when the job does not say."""
     node = _asset_node(step_context, asset_key)
     return None if node is None else {"/".join(key.path) for key in node.parent_keys}
+
+
+def upstream_data_versions(
+    step_context: StepExecutionContext, asset_key: dg.AssetKey
+) -> dict[str, str | None] | None:
+    """Each upstream of the asset (``a/b``) with the data version Dagster tags the asset's
+    materialisation with (read from the same cache, so record and tags agree); None for an
+    upstream never materialised or observed, and None in all when the job does not know it."""
+    node = _asset_node(step_context, asset_key)
+    if node is None:
+        return None
+    versions: dict[str, str | None] = {}
+    for key in sorted(node.parent_keys, key=lambda parent: parent.to_user_string()):
+        info = step_context.maybe_fetch_and_get_input_asset_version_info(key)
+        version = info.data_version if info is not None else None
+        versions[key.to_user_string()] = version.value if version is not None else None
+    return versions
 
 
 @dataclass(frozen=True)

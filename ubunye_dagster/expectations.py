@@ -19,10 +19,13 @@ failed, total, passed``.
 from __future__ import annotations
 
 import difflib
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict, ValidationError, field_validator, model_validator
+
+from ubunye_dagster.metadata import EXPECTATIONS as EXPECTATIONS_KEY
+from ubunye_dagster.metadata import definition_metadata
 
 RULE_KINDS = ("not_null", "unique", "between", "one_of", "row_count")
 
@@ -140,7 +143,7 @@ class Rule(_Strict):
         return ", ".join(self.columns) or None
 
 
-def parse_rules(declared: Any, *, where: str = "ubunye/expectations") -> list[Rule]:
+def parse_rules(declared: Any, *, where: str = EXPECTATIONS_KEY) -> list[Rule]:
     """Rules from asset metadata (a list of mappings, possibly wrapped in a JSON metadata value)."""
     if declared is None:
         return []
@@ -150,10 +153,13 @@ def parse_rules(declared: Any, *, where: str = "ubunye/expectations") -> list[Ru
         or not isinstance(declared, Sequence)
         or isinstance(declared, str)
     ):
-        raise ExpectationError(f"{where} is a list of rules, not {type(declared).__name__}")
+        hint = f"; write [{declared!r}]" if isinstance(declared, Mapping) else ""
+        raise ExpectationError(
+            f"{where} is a list of rules, not {type(declared).__name__} ({declared!r}){hint}"
+        )
     rules = []
     for position, entry in enumerate(declared):
-        _refuse_unknown_keys(entry, f"{where}[{position}]")
+        _refuse_unknown_keys(entry, f"{where}[{position}] {entry!r}")
         try:
             rules.append(Rule.model_validate(entry))
         except ValidationError as exc:
@@ -161,12 +167,24 @@ def parse_rules(declared: Any, *, where: str = "ubunye/expectations") -> list[Ru
                 f"{'.'.join(str(p) for p in err['loc']) or 'rule'}: {err['msg']}"
                 for err in exc.errors()
             )
-            raise ExpectationError(f"{where}[{position}] is not a valid rule: {problems}") from None
+            raise ExpectationError(
+                f"{where}[{position}] {entry!r} is not a valid rule: {problems}"
+            ) from None
     names = [rule.name for rule in rules]
     repeated = sorted({name for name in names if names.count(name) > 1})
     if repeated:
         raise ExpectationError(f"{where}: rule names must differ; repeated: {', '.join(repeated)}")
     return rules
+
+
+def validate_declared_expectations(assets: Iterable[Any]) -> None:
+    """Parse the ``ubunye/expectations`` of every asset definition or spec (or of every asset of
+    a ``dg.Definitions``), so a malformed rule fails when the definitions load, not after the
+    asset has computed. The error names the asset and the rule."""
+    for key, metadata in definition_metadata(assets):
+        declared = metadata.get(EXPECTATIONS_KEY)
+        if declared is not None:
+            parse_rules(declared, where=f"asset {key.to_user_string()}: {EXPECTATIONS_KEY}")
 
 
 def _refuse_unknown_keys(entry: Any, where: str) -> None:

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 import dagster as dg
-from pydantic import Field, PrivateAttr
+from pydantic import Field, PrivateAttr, model_validator
 
 from ubunye_core.hashing import Fingerprint
 from ubunye_core.record import StepRecord
@@ -59,6 +59,7 @@ from ubunye_dagster.session import (
     open_session,
     save_running_records,
 )
+from ubunye_dagster.strict_fields import refuse_unknown_fields
 
 EXTENSION = ".parquet"
 _PLAIN_SEGMENT = re.compile(r"^[A-Za-z0-9_=+@,-][A-Za-z0-9_.=+@,-]*$")
@@ -66,6 +67,19 @@ _PLAIN_SEGMENT = re.compile(r"^[A-Za-z0-9_=+@,-][A-Za-z0-9_.=+@,-]*$")
 
 class UnverifiedReadError(Exception):
     """An input's rows differ from what was recorded when it was written."""
+
+
+class NoOutputError(TypeError):
+    """An output reached the IO manager as None: nothing to store, nothing to receipt."""
+
+    def __init__(self, step_name: str):
+        super().__init__(
+            f"{step_name} returned None, so there is nothing to store and no receipt to write "
+            "(left alone, Dagster would log a materialisation and downstream assets would read "
+            "the previous data as if it were new). Return the frame; an asset that stores "
+            "nothing itself is annotated '-> None', or returns dg.MaterializeResult(...) "
+            "(with UbunyeResource.record_output for data it wrote elsewhere)."
+        )
 
 
 def path_segment(text: str) -> str:
@@ -98,6 +112,16 @@ class UbunyeIOManager(dg.ConfigurableIOManager):
     Every materialisation gets a run record (v2) in the lineage store and its receipt as
     metadata; its Dagster data version is the rows' rows-v1 digest.
     """
+
+    @model_validator(mode="before")
+    @classmethod
+    def _known_fields_only(cls, data: Any) -> Any:
+        elsewhere = {
+            name: f"a UbunyeResource field: UbunyeIOManager(ubunye=UbunyeResource({name}=...))"
+            for name in UbunyeResource.model_fields
+            if name not in cls.model_fields
+        }
+        return refuse_unknown_fields(cls, data, belongs_to=elsewhere)
 
     base_path: str = Field(
         default="data",
@@ -185,10 +209,8 @@ class UbunyeIOManager(dg.ConfigurableIOManager):
     # --- write -----------------------------------------------------------------------------
 
     def handle_output(self, context: dg.OutputContext, obj: Any) -> None:
-        """Stage, hash, check, then atomically write ``obj``, and save the asset's record."""
-        if obj is None:
-            context.log.debug("UbunyeIOManager: the output is None; nothing stored or recorded")
-            return
+        """Stage, hash, check, then atomically write ``obj``, and save the asset's record (an
+        ``error`` record, and a failed step, when any of it fails, ``None`` included)."""
         session = open_session(context.step_context)
         with session.lock:
             transform = session.transform_timing(context.op_def.name)
@@ -490,9 +512,11 @@ class _Write:
         self, handlers: list[FrameHandler], obj: Any, target: _Target, context: dg.OutputContext
     ) -> None:
         """Stage ``obj`` for ``target`` with the handler for its type (a Delta table's next
-        version, or beside the Parquet path), hash it and check the rules (TypeError for an
-        object no handler stores, ExpectationFailed when a rule of severity ``fail`` is
-        broken)."""
+        version, or beside the Parquet path), hash it and check the rules (NoOutputError for
+        None, TypeError for an object no handler stores, ExpectationFailed when a rule of
+        severity ``fail`` is broken)."""
+        if obj is None:
+            raise NoOutputError(self.step_name)
         self.handler = handler_for_object(handlers, obj)
         if isinstance(self.handler, DeltaHandler):
             self.staged = self.handler.stage_partition(

@@ -7,11 +7,12 @@ that is not known is left out (never filled with a stand-in): a failed hash show
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 import dagster as dg
 
+from ubunye_core.drift import DETERMINISTIC_VARIABLE
 from ubunye_core.record import RunRecord, StepRecord
 from ubunye_core.sketch import step_sketch
 
@@ -24,6 +25,8 @@ HASH_SECONDS = "ubunye/hash_seconds"
 #: Present only when the hash failed; says why there is no data hash.
 HASH_ERROR = "ubunye/hash_error"
 CODE_HASH = "ubunye/code_hash"
+#: The asset's run config hash: a changed config explains changed data.
+CONFIG_HASH = "ubunye/config_hash"
 ENVIRONMENT_HASH = "ubunye/environment_hash"
 RECORD_PATH = "ubunye/record_path"
 TASK_PATH = "ubunye/task_path"
@@ -41,8 +44,31 @@ COLUMN_SCHEMA = "dagster/column_schema"
 
 #: Asset definition metadata read by the IO manager (not written on materialisations).
 EXPECTATIONS = "ubunye/expectations"
+#: Asset definition metadata (copied onto its materialisations): ``True`` asks the drift sensor to
+#: judge an asset that reads no asset strictly.
+DETERMINISTIC = "ubunye/deterministic"
 #: Asset definition metadata: the folder (or ``.py`` file) whose code is hashed into code_hash.
 CODE_FOLDER = "ubunye/code_folder"
+
+
+def definition_metadata(
+    assets: dg.Definitions | Iterable[Any],
+) -> Iterator[tuple[dg.AssetKey, Mapping[str, Any]]]:
+    """Each asset key with the metadata it was defined with, from asset definitions and specs
+    (or every asset of a ``dg.Definitions``); other items are passed over."""
+    items = (assets.assets or ()) if isinstance(assets, dg.Definitions) else assets
+    for item in items:
+        if isinstance(item, dg.AssetsDefinition):
+            for key, metadata in item.metadata_by_key.items():
+                yield key, metadata or {}
+        elif isinstance(item, dg.AssetSpec):
+            yield item.key, item.metadata or {}
+
+
+def declared_true(metadata: Mapping[str, Any], key: str) -> bool:
+    """True when definition metadata sets ``key`` to True (plain or as a metadata value)."""
+    value = metadata.get(key)
+    return getattr(value, "value", value) is True
 
 
 def column_schema(pairs: Sequence[tuple[str, str]]) -> dg.TableSchema:
@@ -98,6 +124,10 @@ def output_metadata(
         entries[CODE_HASH] = record.code_hash
     if record.environment_hash is not None:
         entries[ENVIRONMENT_HASH] = record.environment_hash
+    if record.config_hash is not None:
+        entries[CONFIG_HASH] = record.config_hash
+    if (record.variables or {}).get(DETERMINISTIC_VARIABLE) is True:
+        entries[DETERMINISTIC] = True
     entries[RECORD_PATH] = dg.MetadataValue.path(record_path)
     entries[TASK_PATH] = record.task_path
     entries[RUN_ID] = record.run_id

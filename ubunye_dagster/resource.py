@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 import dagster as dg
-from pydantic import Field, field_validator
+from pydantic import Field, field_validator, model_validator
 
 from ubunye_core.hashing import Fingerprint, fingerprint
 from ubunye_core.record import RunRecord, StepRecord
@@ -28,6 +28,7 @@ from ubunye_dagster.identity import DEFAULT_USECASE, check_usecase
 from ubunye_dagster.metadata import output_metadata
 from ubunye_dagster.records import close_record
 from ubunye_dagster.session import asset_record, close_run, open_session
+from ubunye_dagster.strict_fields import refuse_unknown_fields
 
 
 @dataclass
@@ -47,6 +48,11 @@ class Receipt:
 
 class UbunyeResource(dg.ConfigurableResource):
     """Settings of the run records (where, under which usecase, what is hashed) and a recorder."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _known_fields_only(cls, data: Any) -> Any:
+        return refuse_unknown_fields(cls, data)
 
     usecase_dir: str = Field(
         default=".",

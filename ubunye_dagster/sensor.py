@@ -21,9 +21,12 @@ from ubunye_core import drift
 from ubunye_core.row_report import drift_rows
 from ubunye_dagster import metadata as metadata_keys
 from ubunye_dagster.dagster_internals import (
+    CODE_VERSION_TAG,
+    INPUT_DATA_VERSION_TAG_PREFIX,
     AssetCheckEvaluationTargetMaterializationData,
     UnresolvedAssetJobDefinition,
 )
+from ubunye_dagster.expectations import validate_declared_expectations
 
 #: Name of the asset check the sensor reports on every watched asset.
 CHECK_NAME = "ubunye_reproducible"
@@ -36,6 +39,7 @@ ALERT_PARTITION_TAG = "ubunye/drift_partition"
 
 #: The skip message of a tick that found no new materialisation.
 NOTHING_NEW = "no new materialisations"
+
 
 #: Severity of a failed check by drift reason: non-determinism is an error, the others a warning.
 SEVERITY_BY_REASON: Mapping[str, dg.AssetCheckSeverity] = {
@@ -54,7 +58,10 @@ class DriftSettings(BaseModel):
 
     model_config = ConfigDict(frozen=True)
 
-    flag_reasons: tuple[str, ...] = drift.DRIFT_REASONS
+    flag_reasons: tuple[str, ...] = drift.DEFAULT_FLAG_REASONS
+    strict_sources: bool = False
+    #: Asset keys ("a/b") whose definitions declare `ubunye/deterministic: True`.
+    deterministic_keys: frozenset[str] = frozenset()
     # Dagster refuses to fetch more than 10,000 event records in one query.
     max_events_per_tick: int = Field(default=200, ge=1, le=10_000)
     tick_time_budget_seconds: float | None = Field(default=30.0, ge=0)
@@ -139,17 +146,44 @@ def watched_asset_keys(assets: Iterable[CoercibleToWatchedAsset]) -> list[dg.Ass
     return keys
 
 
-def evidence_from_metadata(values: Mapping[str, Any]) -> drift.DriftEvidence:
-    """A receipt's drift evidence from materialisation metadata unwrapped to plain values."""
+def evidence_from_metadata(
+    values: Mapping[str, Any], tags: Mapping[str, str] | None = None
+) -> drift.DriftEvidence:
+    """A receipt's drift evidence from materialisation metadata unwrapped to plain values, and
+    the upstream data versions Dagster tagged the materialisation with."""
     return drift.DriftEvidence(
         data_hash=_text_or_none(values.get(metadata_keys.DATA_HASH)),
         hash_method=_text_or_none(values.get(metadata_keys.HASH_METHOD)),
         hash_error=_text_or_none(values.get(metadata_keys.HASH_ERROR)),
         code_hash=_text_or_none(values.get(metadata_keys.CODE_HASH)),
         environment_hash=_text_or_none(values.get(metadata_keys.ENVIRONMENT_HASH)),
+        config_hash=_text_or_none(values.get(metadata_keys.CONFIG_HASH)),
         inputs=drift.inputs_from_document(values.get(metadata_keys.INPUTS)),
+        upstream_versions=upstream_versions_from_tags(tags or {}),
+        deterministic=values.get(metadata_keys.DETERMINISTIC) is True,
         record_path=_text_or_none(values.get(metadata_keys.RECORD_PATH)),
     )
+
+
+def upstream_versions_from_tags(tags: Mapping[str, str]) -> dict[str, str] | None:
+    """`{upstream asset key: data version}` from a materialisation's tags (one tag per upstream,
+    `<prefix>/<asset key>`); None when the materialisation was not made in a step, which its
+    missing code version tag shows (Dagster then records no upstreams)."""
+    if CODE_VERSION_TAG not in tags:
+        return None
+    prefix = INPUT_DATA_VERSION_TAG_PREFIX + "/"
+    return {name[len(prefix) :]: value for name, value in tags.items() if name.startswith(prefix)}
+
+
+def declared_deterministic(assets: Iterable[Any]) -> frozenset[str]:
+    """Keys ("a/b") of the asset definitions and specs whose metadata says
+    `ubunye/deterministic: True`."""
+    found = {
+        key.to_user_string()
+        for key, metadata in metadata_keys.definition_metadata(assets)
+        if metadata_keys.declared_true(metadata, metadata_keys.DETERMINISTIC)
+    }
+    return frozenset(found)
 
 
 def judge_pending_materialisations(
@@ -185,7 +219,7 @@ def judge_pending_materialisations(
             # would be if looked up in the event log.
             latest[(_asset_key(record), record.partition_key)] = (
                 record,
-                evidence_from_metadata(values),
+                evidence_from_metadata(values, _tags(record)),
             )
             continue
         findings.append(_judge_record(instance, record, values, settings, latest, records_cache))
@@ -193,18 +227,19 @@ def judge_pending_materialisations(
 
 
 def check_evaluation_for(
-    finding: Finding, flag_reasons: Iterable[str] = drift.DRIFT_REASONS
+    finding: Finding, flag_reasons: Iterable[str] = drift.DEFAULT_FLAG_REASONS
 ) -> dg.AssetCheckEvaluation:
     """The `ubunye_reproducible` evaluation that makes a finding visible on the asset."""
     judgement = finding.judgement
+    flag_reasons = tuple(flag_reasons)
     flagged = judgement.is_flagged(flag_reasons)
     return dg.AssetCheckEvaluation(
         asset_key=finding.asset_key,
         check_name=CHECK_NAME,
         passed=not flagged,
         severity=SEVERITY_BY_REASON[judgement.reason] if flagged else dg.AssetCheckSeverity.WARN,
-        description=_describe(finding, flagged),
-        metadata=_evaluation_metadata(finding, flagged),
+        description=_describe(finding, flag_reasons),
+        metadata=_evaluation_metadata(finding, flagged, tuple(flag_reasons)),
         target_materialization_data=AssetCheckEvaluationTargetMaterializationData(
             storage_id=finding.storage_id, run_id=finding.run_id, timestamp=finding.timestamp
         ),
@@ -249,7 +284,7 @@ def evaluate_drift_tick(
     """One tick of the drift sensor: judge what is new, tag and report what drifted."""
     cursor = DriftCursor.parse(context.cursor)
     findings, moved_to = judge_pending_materialisations(
-        context.instance, cursor, settings, asset_keys
+        context.instance, cursor, _with_definitions(settings, context), asset_keys
     )
     if moved_to == cursor:
         return dg.SensorResult(skip_reason=NOTHING_NEW, cursor=cursor.dump())
@@ -276,7 +311,8 @@ def build_drift_sensor(
     assets: Iterable[CoercibleToWatchedAsset] | None = None,
     *,
     name: str = "ubunye_drift_sensor",
-    flag_reasons: Iterable[str] = drift.DRIFT_REASONS,
+    flag_reasons: Iterable[str] = drift.DEFAULT_FLAG_REASONS,
+    strict_sources: bool = False,
     alert_job: dg.JobDefinition | UnresolvedAssetJobDefinition | str | None = None,
     minimum_interval_seconds: int = 60,
     max_events_per_tick: int = 200,
@@ -289,19 +325,20 @@ def build_drift_sensor(
     `assets=None` watches every asset whose materialisations carry Ubunye metadata. A flagged
     materialisation tags its run `ubunye/drift=<reason>`, fails the `ubunye_reproducible` check
     and, when `alert_job` (a job definition or the name of one) is given, requests one run of it.
+    `strict_sources` judges assets that read no asset strictly, as `ubunye/deterministic` does.
+    The watched assets' `ubunye/expectations` are validated here, as the definitions load.
     """
+    assets = None if assets is None else list(assets)
+    validate_declared_expectations(assets or ())
     settings = DriftSettings(
         flag_reasons=flag_reasons,
+        strict_sources=strict_sources,
+        deterministic_keys=declared_deterministic(assets or ()),
         max_events_per_tick=max_events_per_tick,
         tick_time_budget_seconds=tick_time_budget_seconds,
         use_lineage_store=use_lineage_store,
     )
     asset_keys = None if assets is None else watched_asset_keys(assets)
-    watching = (
-        "every asset with Ubunye metadata"
-        if asset_keys is None
-        else ", ".join(key.to_user_string() for key in asset_keys)
-    )
 
     def evaluate(context: dg.SensorEvaluationContext) -> dg.SensorResult:
         return evaluate_drift_tick(context, settings, asset_keys, alert=alert_job is not None)
@@ -312,7 +349,8 @@ def build_drift_sensor(
         minimum_interval_seconds=minimum_interval_seconds,
         description=(
             "Ubunye drift sensor: flags materialisations whose data changed while code and "
-            f"environment did not. Watching: {watching}. Flags: {', '.join(settings.flag_reasons)}."
+            f"environment did not. Watching: {_watching(asset_keys)}. "
+            f"Flags: {', '.join(settings.flag_reasons)}."
         ),
         job=None if isinstance(alert_job, str) else alert_job,
         job_name=alert_job if isinstance(alert_job, str) else None,
@@ -320,11 +358,18 @@ def build_drift_sensor(
     )
 
 
+def _watching(asset_keys: list[dg.AssetKey] | None) -> str:
+    if asset_keys is None:
+        return "every asset with Ubunye metadata"
+    return ", ".join(key.to_user_string() for key in asset_keys)
+
+
 def build_reproducibility_checks(
     assets: Iterable[CoercibleToWatchedAsset],
     *,
     name: str = "ubunye_reproducibility_checks",
-    flag_reasons: Iterable[str] = drift.DRIFT_REASONS,
+    flag_reasons: Iterable[str] = drift.DEFAULT_FLAG_REASONS,
+    strict_sources: bool = False,
     use_lineage_store: bool = True,
 ) -> list[dg.AssetChecksDefinition]:
     """Declare the `ubunye_reproducible` check on each asset, so the UI shows the sensor's results.
@@ -332,7 +377,14 @@ def build_reproducibility_checks(
     The drift sensor reports the evaluations. Executed by hand (or in a run), the check judges
     the asset's latest materialisation the same way.
     """
-    settings = DriftSettings(flag_reasons=flag_reasons, use_lineage_store=use_lineage_store)
+    assets = list(assets)
+    validate_declared_expectations(assets)
+    settings = DriftSettings(
+        flag_reasons=flag_reasons,
+        strict_sources=strict_sources,
+        deterministic_keys=declared_deterministic(assets),
+        use_lineage_store=use_lineage_store,
+    )
     specs = [
         dg.AssetCheckSpec(
             CHECK_NAME,
@@ -431,14 +483,14 @@ def _judge_record(
     key = _asset_key(record)
     partition = record.partition_key
     notes: list[str] = []
-    receipt = _receipt(values, settings, records_cache, notes)
+    receipt = _receipt(values, _tags(record), settings, records_cache, notes)
     remembered = latest.get((key, partition))
     if remembered is not None:
         previous, previous_receipt = remembered
     else:
         previous = _previous_record(instance, key, partition, record.storage_id)
         previous_receipt = (
-            _receipt(_metadata_values(previous), settings, records_cache, notes)
+            _receipt(_metadata_values(previous), _tags(previous), settings, records_cache, notes)
             if previous is not None
             else None
         )
@@ -453,7 +505,12 @@ def _judge_record(
         previous_storage_id=previous.storage_id if previous is not None else None,
         previous_run_id=previous.run_id if previous is not None else None,
         previous_receipt=previous_receipt,
-        judgement=drift.judge(receipt, previous_receipt),
+        judgement=drift.judge(
+            receipt,
+            previous_receipt,
+            strict_sources=settings.strict_sources
+            or key.to_user_string() in settings.deterministic_keys,
+        ),
         notes=tuple(dict.fromkeys(notes)),
     )
 
@@ -486,12 +543,13 @@ def _judge_latest(
 
 def _receipt(
     values: Mapping[str, Any],
+    tags: Mapping[str, str],
     settings: DriftSettings,
     records_cache: dict[str, Mapping[str, Any] | None],
     notes: list[str],
 ) -> drift.DriftEvidence:
-    """The receipt from metadata; the run record fills only what the metadata lacks."""
-    receipt = evidence_from_metadata(values)
+    """The receipt from metadata and tags; the run record fills only what the metadata lacks."""
+    receipt = evidence_from_metadata(values, tags)
     if not (settings.use_lineage_store and receipt.lacks_evidence and receipt.record_path):
         return receipt
     path = receipt.record_path
@@ -523,6 +581,25 @@ def _metadata_values(record: dg.EventLogRecord) -> dict[str, Any]:
     return {key: value.value for key, value in materialization.metadata.items()}
 
 
+def _tags(record: dg.EventLogRecord) -> Mapping[str, str]:
+    materialization = record.asset_materialization
+    return (materialization.tags or {}) if materialization is not None else {}
+
+
+def _with_definitions(
+    settings: DriftSettings, context: dg.SensorEvaluationContext
+) -> DriftSettings:
+    """The settings with the `ubunye/deterministic` declarations of the code location's assets
+    (none when the sensor is evaluated without its definitions, as in a bare test context)."""
+    repository = context.repository_def
+    if repository is None:
+        return settings
+    declared = declared_deterministic(repository.assets_defs_by_key.values())
+    return settings.model_copy(
+        update={"deterministic_keys": settings.deterministic_keys | declared}
+    )
+
+
 def _text_or_none(value: Any) -> str | None:
     return None if value is None or value == "" else str(value)
 
@@ -549,34 +626,31 @@ def _alert_request(finding: Finding) -> dg.RunRequest:
     return dg.RunRequest(run_key=f"ubunye_drift:{finding.storage_id}", tags=tags)
 
 
-def _describe(finding: Finding, flagged: bool) -> str:
+def _describe(finding: Finding, flag_reasons: Iterable[str]) -> str:
     judgement = finding.judgement
     previous = finding.previous_run_id or "a materialisation outside any run"
+    outcome = judgement.outcome(tuple(flag_reasons))
     if judgement.verdict is drift.Verdict.UNCHANGED:
         return f"Reproduced: same data as the previous materialisation (run {previous})."
-    if judgement.verdict is drift.Verdict.EXPLAINED:
-        return f"Data changed, explained: {judgement.reason} since run {previous}."
     if judgement.verdict is drift.Verdict.NOT_JUDGED:
         return f"Not judged: {judgement.reason}."
-    detail = {
-        drift.SAME_INPUTS: (
-            "code, environment and every input digest are unchanged (non-determinism)"
-        ),
-        drift.INPUTS_CHANGED: f"inputs moved: {', '.join(judgement.moved_inputs)}",
-        drift.INPUTS_UNKNOWN: "the inputs' digests are not recorded, so they cannot be compared",
-    }[judgement.reason]
-    prefix = "Drift" if flagged else "Drift (not flagged by configuration)"
-    return (
-        f"{prefix} ({judgement.reason}): data changed since run {previous} under the same code "
-        f"and environment; {detail}."
-    )
+    if judgement.reason == drift.SAME_INPUTS:
+        why = "code, environment, config and every upstream are unchanged (non-determinism)"
+    elif judgement.reason == drift.INPUTS_UNKNOWN:
+        why = "an upstream has neither a digest nor a data version, so it cannot be compared"
+    else:
+        return f"Data changed since run {previous}: {outcome}."
+    return f"Data changed since run {previous}: {outcome}; {why}."
 
 
-def _evaluation_metadata(finding: Finding, flagged: bool) -> dict[str, Any]:
+def _evaluation_metadata(
+    finding: Finding, flagged: bool, flag_reasons: tuple[str, ...]
+) -> dict[str, Any]:
     judgement = finding.judgement
     current, previous = finding.receipt, finding.previous_receipt
     entries: dict[str, Any] = {
         "ubunye/verdict": judgement.verdict.value,
+        "ubunye/outcome": judgement.outcome(flag_reasons),
         "ubunye/reason": judgement.reason,
         "ubunye/flagged": flagged,
         "ubunye/data_hash": current.data_hash,

@@ -24,9 +24,11 @@ from typing import Any
 
 import dagster as dg
 
+from ubunye_core import drift
 from ubunye_core.record import StepRecord
 from ubunye_dagster import dagster_internals as internals
 from ubunye_dagster.dagster_internals import StepExecutionContext
+from ubunye_dagster.metadata import DETERMINISTIC, declared_true
 from ubunye_dagster.records import (
     OpenRecord,
     RecordPlace,
@@ -137,7 +139,25 @@ class StepSession:
             timings=[*reads, *extra_timings],
             expectations=expectations,
         )
-        return {loaded.step.name: loaded.asset_key for loaded in inputs}
+        keys = {loaded.step.name: loaded.asset_key for loaded in inputs}
+        self._note_upstreams(open_record, keys)
+        return keys
+
+    def _note_upstreams(self, open_record: OpenRecord, keys: dict[str, str | None]) -> None:
+        """What the drift verdict reads from a record (``ubunye_core.drift``): each input's
+        asset, each upstream's Dagster data version, and whether the asset says it is
+        deterministic."""
+        variables = open_record.record.variables
+        variables[drift.INPUT_ASSET_KEYS_VARIABLE] = {n: k for n, k in keys.items() if k}
+        if self.step_context is None or open_record.asset_key is None:
+            return
+        asset_key = dg.AssetKey.from_user_string(open_record.asset_key)
+        versions = internals.upstream_data_versions(self.step_context, asset_key)
+        if versions is not None:
+            variables[drift.UPSTREAM_VERSIONS_VARIABLE] = versions
+        facts = internals.asset_facts(self.step_context, asset_key)
+        if declared_true(facts.metadata, DETERMINISTIC):
+            variables[drift.DETERMINISTIC_VARIABLE] = True
 
 
 def _unhashed_input(found: internals.ForeignInput) -> LoadedInput:

@@ -87,6 +87,8 @@ def pandas_columns_as_spark_types(table: pa.Table, zone: str) -> pa.Table:
     """``table`` (converted from pandas) with every column in the type Spark would hold for it."""
     import pyarrow as pa
 
+    if table.num_columns == 0:
+        return table  # rebuilt from no columns it would lose its rows
     columns = [_spark_typed_column(column, zone) for column in table.columns]
     fields = [f.with_type(c.type) for f, c in zip(table.schema, columns, strict=True)]
     return pa.table(columns, schema=pa.schema(fields))

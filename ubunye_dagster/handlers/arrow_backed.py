@@ -69,6 +69,7 @@ class ArrowStagedWrite(StagedWrite):
 
     def commit(self, notes: Mapping[str, str]) -> None:
         with self.write_watch.timing():
+            notes = {**notes, **arrow_files.row_count_note(self.table)}
             arrow_files.write_table_atomically(self.table, self.path, notes)
 
     def discard(self) -> None:
@@ -80,6 +81,7 @@ def load_arrow(path: Any, convert: Any) -> LoadedFrame:
     started = time.perf_counter()
     table = arrow_files.read_table(path)
     notes = arrow_files.stored_notes(table, path)
+    table = arrow_files.with_noted_row_count(table, notes)
     frame = convert(table)
     seconds = time.perf_counter() - started
     writer = notes.get(WRITER_KEY)

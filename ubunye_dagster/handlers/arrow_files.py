@@ -10,7 +10,6 @@ from __future__ import annotations
 import io
 import json
 import os
-import uuid
 from collections.abc import Mapping
 from typing import Any
 
@@ -19,13 +18,12 @@ import pyarrow.parquet as pq
 
 from ubunye_core.hashing import fingerprint, fingerprint_arrow
 from ubunye_core.hashing.fingerprint import failed_fingerprint
+from ubunye_core.staging import remove_dead_staging, staging_name
 from ubunye_core.stored import footer_notes, hashed_view, pandas_view
 from ubunye_dagster.handlers.base import SIDECAR_NAME
 
 __all__ = ["footer_notes", "hashed_view", "pandas_view"]
 
-#: Prefix of temporary names; never a materialisation's own name.
-TEMP_MARK = ".ubunye-tmp-"
 #: Columns pandas adds for an unnamed index; they are not the asset's columns.
 INDEX_PREFIX = "__index_level_"
 
@@ -41,8 +39,9 @@ def native_path(path: Any) -> str:
 
 
 def temporary_sibling(path: Any) -> Any:
-    """A fresh hidden name in the same folder as ``path``, for staging a write."""
-    return path.parent / f"{TEMP_MARK}{uuid.uuid4().hex}-{path.name}"
+    """A fresh hidden name in the same folder as ``path``, for staging a write; the name says
+    which process stages it (``ubunye_core.staging``)."""
+    return path.parent / staging_name(path.name)
 
 
 def staging_folder(path: Any) -> Any:
@@ -51,7 +50,7 @@ def staging_folder(path: Any) -> Any:
     Whoever lists the parent (Spark, pyarrow datasets) skips the hidden folder; the staged name
     inside it is not hidden, so Spark reads it back without ignoring it.
     """
-    return path.parent / f"{TEMP_MARK}{uuid.uuid4().hex}"
+    return path.parent / staging_name("stage")
 
 
 def _write_parquet(table: pa.Table, sink: Any) -> None:
@@ -64,6 +63,30 @@ def with_notes(table: pa.Table, notes: Mapping[str, str]) -> pa.Table:
     metadata = dict(table.schema.metadata or {})
     metadata.update({key.encode(): str(value).encode() for key, value in notes.items()})
     return table.replace_schema_metadata(metadata)
+
+
+#: Footer note of a table with rows but no columns: Parquet keeps no rows without a column, so
+#: the count is kept beside the (empty) schema and the rows are given back on reading.
+ROWS_WITHOUT_COLUMNS_KEY = "ubunye.rows_without_columns"
+
+
+def row_count_note(table: pa.Table) -> dict[str, str]:
+    """The note a table with rows and no columns needs to be read back whole; else none."""
+    if table.num_columns == 0 and table.num_rows > 0:
+        return {ROWS_WITHOUT_COLUMNS_KEY: str(table.num_rows)}
+    return {}
+
+
+def with_noted_row_count(table: pa.Table, notes: Mapping[str, str]) -> pa.Table:
+    """A stored table with no columns given back the rows its writer noted."""
+    noted = notes.get(ROWS_WITHOUT_COLUMNS_KEY)
+    if table.num_columns or not noted:
+        return table
+    # Metadata first: Arrow drops the row count of a column-less table whose metadata is replaced.
+    placeholder = pa.table({"_": pa.nulls(int(noted))}).replace_schema_metadata(
+        table.schema.metadata
+    )
+    return placeholder.drop_columns(["_"])
 
 
 def remove_path(path: Any) -> None:
@@ -81,7 +104,7 @@ def replace_local(staged: str, final: str) -> None:
     old one is first moved aside (both renames are atomic), then deleted.
     """
     if os.path.isdir(final):
-        aside = os.path.join(os.path.dirname(final), f"{TEMP_MARK}old-{uuid.uuid4().hex}")
+        aside = os.path.join(os.path.dirname(final), staging_name("old"))
         os.rename(final, aside)
         try:
             os.rename(staged, final)
@@ -109,6 +132,7 @@ def write_table_atomically(table: pa.Table, path: Any, notes: Mapping[str, str])
             if os.path.exists(staged):
                 os.remove(staged)
             raise
+        sweep_dead_staging(path)
         return
     buffer = io.BytesIO()
     _write_parquet(table, buffer)
@@ -117,6 +141,15 @@ def write_table_atomically(table: pa.Table, path: Any, notes: Mapping[str, str])
         fs.rm(path.path, recursive=True)  # an earlier folder-shaped (Spark) materialisation
     fs.makedirs(path.parent.path, exist_ok=True)
     fs.pipe_file(path.path, buffer.getvalue())
+
+
+def sweep_dead_staging(path: Any) -> list[str]:
+    """Remove what killed writers staged beside ``path``; a live writer's entry stays. A sweep
+    that fails (a read-only listing, a race) never fails the write that asked for it."""
+    try:
+        return remove_dead_staging(path.fs, native_path(path.parent))
+    except OSError:
+        return []
 
 
 def read_table(path: Any) -> pa.Table:
@@ -136,12 +169,18 @@ def stored_notes(table: pa.Table, path: Any) -> dict[str, str]:
 
 
 def read_sidecar(path: Any) -> dict[str, str]:
-    """The sidecar notes of a folder-shaped materialisation; empty when there are none."""
+    """The sidecar notes of a folder-shaped materialisation; empty when there are none.
+
+    Whether it is there is asked first: file systems report a missing file under a file in
+    their own ways (``memory://`` raises FileExistsError, local NotADirectoryError).
+    """
     sidecar = path / SIDECAR_NAME
     try:
         if is_local(path):
             with open(str(sidecar), encoding="utf-8") as handle:
                 return dict(json.load(handle))
+        if not sidecar.fs.isfile(sidecar.path):
+            return {}
         with sidecar.fs.open(sidecar.path, "r") as handle:
             return dict(json.load(handle))
     except (FileNotFoundError, NotADirectoryError, IsADirectoryError, ValueError):

@@ -183,6 +183,7 @@ class SparkStagedWrite(StagedWrite):
         # The rows are in place: an empty hidden folder that cannot go now harms no reader.
         with suppress(OSError):
             arrow_files.remove_path(self.staging)
+        arrow_files.sweep_dead_staging(self.path)
 
     def discard(self) -> None:
         arrow_files.remove_path(self.staging)

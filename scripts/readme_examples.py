@@ -1,0 +1,235 @@
+"""Regenerate the README's example outputs (the record, `lineage trace`, `lineage compare`) from a
+real run, or check that they still agree with one.
+
+A small shop is materialised twice in a temporary folder through `UbunyeIOManager`: `sales/raw`
+and `sales/orders`, whose filter is edited between the runs. Each README block follows a marker
+line `<!-- readme-example: <name> -->` and is replaced whole.
+
+    python scripts/readme_examples.py            # rewrite the blocks in README.md
+    python scripts/readme_examples.py --check    # exit 1 when README and a fresh run disagree
+
+Run ids, times, durations, digests and package versions change from run to run and machine to
+machine; `--check` compares the blocks with those normalised.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import difflib
+import importlib.util
+import io
+import json
+import os
+import re
+import sys
+import tempfile
+import textwrap
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+README = ROOT / "README.md"
+MARKER = re.compile(
+    r"^<!-- readme-example: (?P<name>[a-z-]+) -->\n```(?P<lang>\w*)\n.*?^```\n", re.M | re.S
+)
+
+#: The asset module of the example, before and after the filter is edited.
+ASSETS = textwrap.dedent(
+    """
+    import dagster as dg
+    import pandas as pd
+
+
+    @dg.asset(key_prefix="sales", group_name="sales")
+    def raw() -> pd.DataFrame:
+        return pd.DataFrame({"id": [1, 2, 3, 4], "amount": [12.5, 3.0, 40.0, 7.25]})
+
+
+    @dg.asset(
+        key_prefix="sales",
+        group_name="sales",
+        metadata={"ubunye/expectations": [{"not_null": "id"}, {"row_count": {"min": 1}}]},
+    )
+    def orders(raw: pd.DataFrame) -> pd.DataFrame:
+        return raw[raw["amount"] > MINIMUM]
+    """
+)
+MINIMUMS = ("5.0", "10.0")
+#: Record keys shown for each input and output step (the rest is abridged to "…").
+STEP_KEYS = ("name", "direction", "format", "row_count", "schema_hash", "data_hash", "hash_method")
+#: Packages shown in the environment (the rest is abridged).
+SHOWN_PACKAGES = ("pandas", "dagster")
+
+
+def materialise_twice(workdir: Path) -> None:
+    """The two runs: the asset module written, materialised, its filter edited, run again."""
+    import dagster as dg
+
+    from ubunye_dagster import UbunyeIOManager, UbunyeResource
+
+    code = workdir / "shop"
+    code.mkdir()
+    for run, minimum in enumerate(MINIMUMS):
+        (code / "assets.py").write_text(ASSETS.replace("MINIMUM", minimum), encoding="utf-8")
+        spec = importlib.util.spec_from_file_location(f"shop_assets_{run}", code / "assets.py")
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        manager = UbunyeIOManager(base_path="data", ubunye=UbunyeResource(usecase_dir="."))
+        result = dg.materialize([module.raw, module.orders], resources={"io_manager": manager})
+        assert result.success
+
+
+def cli_output(*args: str) -> str:
+    """What `ubunye-dagster lineage ...` prints, run in this process."""
+    from ubunye_core.cli import main
+
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        code = main(["lineage", *args, "-d", "."])
+    if code != 0:
+        raise SystemExit(f"ubunye-dagster lineage {' '.join(args)} failed ({code})")
+    return out.getvalue()
+
+
+def abridged_record(text: str) -> str:
+    """The newest record of sales/orders, abridged: a few step keys and packages."""
+    record = json.loads(text)
+    for side in ("inputs", "outputs"):
+        record[side] = [
+            {**{key: step[key] for key in STEP_KEYS}, "…": "…"} for step in record[side]
+        ]
+    packages = record["environment"]["packages"]
+    record["environment"]["packages"] = {
+        **{name: packages[name] for name in SHOWN_PACKAGES if name in packages},
+        "…": "…",
+    }
+    record["variables"] = {"…": "…"}
+    return compact_json(record)
+
+
+def compact_json(record: dict) -> str:
+    """A record as JSON with one top-level key a line, and each step, timing or expectation on
+    one line of its own (the file itself is indented throughout)."""
+
+    def one_line(value: object) -> str:
+        return json.dumps(value, ensure_ascii=False, separators=(", ", ": "))
+
+    lines = []
+    for key, value in record.items():
+        if isinstance(value, list) and value and all(isinstance(v, dict) for v in value):
+            items = ",\n".join(f"    {one_line(item)}" for item in value)
+            lines.append(f"  {json.dumps(key)}: [\n{items}\n  ]")
+        else:
+            lines.append(f"  {json.dumps(key)}: {one_line(value)}")
+    return "{\n" + ",\n".join(lines) + "\n}\n"
+
+
+def trimmed_trace(text: str) -> str:
+    """The trace with the package lines of CODE AND ENVIRONMENT, but the shown ones, each run of
+    them replaced by one "…" line."""
+    lines, section, skipping = [], "", False
+    for line in text.splitlines():
+        if not line.startswith("│ "):
+            section = line.strip(" │├└─")
+        name = line.split(":", 1)[0].strip(" │├└─")
+        shown = name in ("code", "python", "environment", *SHOWN_PACKAGES)
+        if section == "CODE AND ENVIRONMENT" and line.startswith("│ ") and not shown:
+            if not skipping:
+                lines.append("│   ├── …")
+            skipping = True
+            continue
+        skipping = False
+        lines.append(line.rstrip())
+    return "\n".join(lines) + "\n"
+
+
+def fresh_blocks() -> dict[str, str]:
+    """Every README example, from a real run in a temporary folder."""
+    with tempfile.TemporaryDirectory(prefix="ubunye-readme-") as folder:
+        workdir = Path(folder)
+        previous = Path.cwd()
+        os.chdir(workdir)
+        try:
+            materialise_twice(workdir)
+            blocks = {
+                "record": abridged_record(cli_output("show", "--asset", "sales/orders", "--json")),
+                "trace": trimmed_trace(cli_output("trace", "--asset", "sales/orders")),
+                "compare": cli_output("compare", "--asset", "sales/orders"),
+            }
+        finally:
+            os.chdir(previous)
+        real = str(workdir.resolve())
+        return {name: text.replace(real, "").replace(folder, "") for name, text in blocks.items()}
+
+
+def readme_blocks(text: str) -> dict[str, str]:
+    """The README's example blocks by marker name (the text inside the fence)."""
+    return {
+        match["name"]: match.group(0).split("\n", 2)[2].rsplit("```", 1)[0]
+        for match in MARKER.finditer(text)
+    }
+
+
+def rewritten(text: str, blocks: dict[str, str]) -> str:
+    """The README with each marked block replaced by its fresh text."""
+
+    def replace(match: re.Match[str]) -> str:
+        body = blocks[match["name"]]
+        return f"<!-- readme-example: {match['name']} -->\n```{match['lang']}\n{body}```\n"
+
+    return MARKER.sub(replace, text)
+
+
+_VOLATILE = [
+    (re.compile(r"sha256:[0-9a-f]{6,64}…?"), "sha256:<digest>"),
+    (re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}…?"), "<run id>"),
+    (re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:[+-]\d\d:\d\d|Z)?"), "<time>"),
+    (re.compile(r'("(?:python|pandas|dagster)": ")[^"]+'), r"\1<version>"),
+    (re.compile(r"(: )\d+\.\d+\.\d+\S*"), r"\1<version>"),
+    (re.compile(r"\b\d+\.\d+(?=s\b|[\s,)}\]]|$)", re.M), "<seconds>"),
+    (re.compile(r"[ ━─═]+"), " "),
+]
+
+
+def normalised(text: str) -> str:
+    """``text`` with what changes between runs and machines replaced by placeholders (and runs of
+    spaces and rules collapsed, as table widths follow them)."""
+    for pattern, replacement in _VOLATILE:
+        text = pattern.sub(replacement, text)
+    return text
+
+
+def disagreements(readme: str, fresh: dict[str, str]) -> list[str]:
+    """Unified diffs of each README block that a fresh run does not reproduce (normalised)."""
+    shown = readme_blocks(readme)
+    problems = [f"README has no block marked {name!r}\n" for name in fresh if name not in shown]
+    for name, text in fresh.items():
+        if name in shown and normalised(shown[name]) != normalised(text):
+            diff = difflib.unified_diff(
+                normalised(shown[name]).splitlines(),
+                normalised(text).splitlines(),
+                f"README {name}",
+                f"fresh {name}",
+                lineterm="",
+            )
+            problems.append("\n".join(diff) + "\n")
+    return problems
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--check", action="store_true", help="compare, do not rewrite")
+    args = parser.parse_args(argv)
+    readme = README.read_text(encoding="utf-8")
+    fresh = fresh_blocks()
+    if args.check:
+        problems = disagreements(readme, fresh)
+        sys.stdout.write("".join(problems) or "README examples agree with a fresh run\n")
+        return 1 if problems else 0
+    README.write_text(rewritten(readme, fresh), encoding="utf-8")
+    print(f"rewrote {', '.join(fresh)} in {README}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
