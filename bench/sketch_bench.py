@@ -95,13 +95,24 @@ def compare(label: str, frame: Any, repeats: int) -> None:
             walls[keep].append(wall)
             cpus[keep].append(cpu)
             digests.add(fp.data_hash)
+    print_ratios(label, walls, ("CPU", cpus), f"digests equal: {len(digests) == 1}")
+
+
+def print_ratios(
+    label: str,
+    walls: dict[bool, list[float]],
+    cpu: tuple[str, dict[bool, list[float]]],
+    agreement: str,
+) -> None:
+    """One line: median wall and CPU seconds with the sketch and without, and their ratios."""
+    cpu_name, cpus = cpu
     wall_with, wall_without = statistics.median(walls[True]), statistics.median(walls[False])
     cpu_with, cpu_without = statistics.median(cpus[True]), statistics.median(cpus[False])
     print(
         f"{label:<15} wall {wall_with:6.3f} s vs {wall_without:6.3f} s "
         f"({wall_with / wall_without:5.3f}x)"
-        f"   CPU {cpu_with:6.3f} s vs {cpu_without:6.3f} s ({cpu_with / cpu_without:5.3f}x)"
-        f"   digests equal: {len(digests) == 1}"
+        f"   {cpu_name} {cpu_with:6.3f} s vs {cpu_without:6.3f} s ({cpu_with / cpu_without:5.3f}x)"
+        f"   {agreement}"
     )
 
 
@@ -149,13 +160,8 @@ def spark_compare(rows: int, repeats: int) -> None:
             walls[grouped].append(wall)
             cpus[grouped].append(jvm_cpu_seconds(jvm) - before)
             sums[grouped].add(result.lane_sums() if grouped else result)
-    ours, base = statistics.median(walls[True]), statistics.median(walls[False])
-    cpu_ours, cpu_base = statistics.median(cpus[True]), statistics.median(cpus[False])
-    print(
-        f"{'spark local[2]':<15} wall {ours:6.3f} s vs {base:6.3f} s ({ours / base:5.3f}x)"
-        f"   JVM CPU {cpu_ours:6.3f} s vs {cpu_base:6.3f} s ({cpu_ours / cpu_base:5.3f}x)"
-        f"   sums equal: {len(sums[True] | sums[False]) == 1}"
-    )
+    agreement = f"sums equal: {len(sums[True] | sums[False]) == 1}"
+    print_ratios("spark local[2]", walls, ("JVM CPU", cpus), agreement)
     session.stop()
 
 
