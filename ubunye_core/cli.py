@@ -410,7 +410,10 @@ def digest_command(selection: Selection, output: str | None) -> None:
         f"schema : {fp.schema_hash}",
         f"rows   : {fp.row_count}",
         "from   :",
-        *(f"  {p['partition']}  run {p['run_id']}  {p['row_count']} rows" for p in used),
+        *(
+            f"  {p['partition'] or '(unpartitioned)'}  run {p['run_id']}  {p['row_count']} rows"
+            for p in used
+        ),
     ]
     selection.print(document, "\n".join(lines))
 
