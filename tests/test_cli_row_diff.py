@@ -106,3 +106,28 @@ def test_a_step_loading_three_partitions_records_their_combined_digest_without_r
     assert steps["visits"].data_hash == fingerprint(whole).data_hash
     assert steps["visits"].hash_seconds == 0.0
     assert "combined from the digests of 3 partitions" in steps["visits"].source_note
+
+
+def test_a_diff_of_records_without_sketches_never_compares_a_rewritten_file_with_itself(
+    tmp_path, capsys
+):
+    frames = iter([day_rows("2024-01-02"), day_rows("2024-01-03")])
+
+    @dg.asset(name="counts")
+    def counts():
+        return next(frames)
+
+    resources = {
+        "io_manager": UbunyeIOManager(
+            base_path=str(tmp_path / "data"), ubunye=UbunyeResource(usecase_dir=str(tmp_path))
+        )
+    }
+    for _ in range(2):
+        dg.materialize([counts], resources=resources)
+    for path in (tmp_path / ".ubunye").rglob("*.json"):  # records from before sketches
+        document = json.loads(path.read_text())
+        for step in document["outputs"]:
+            step.pop("sketch")
+        path.write_text(json.dumps(document))
+    code, out = cli(capsys, "diff", "-d", str(tmp_path), "--asset", "counts")
+    assert code == 2 and "no longer the rows it wrote" in out

@@ -37,6 +37,8 @@ class Version:
     #: The rows of the table that are this version's (a Delta partition's predicate).
     predicate: str | None = None
     sketch: Sketch | None = None
+    #: The digest recorded for these rows (checked when there is no sketch).
+    data_hash: str | None = None
 
     def where(self) -> str:
         """The location, with ``@v<version>`` for a Delta table version."""
@@ -160,6 +162,7 @@ def recorded_version(record: RunRecord, step: StepRecord) -> Version:
         version=int(version) if version is not None else None,
         predicate=delta.get("predicate"),
         sketch=step_sketch(step),
+        data_hash=step.data_hash,
     )
 
 
@@ -206,7 +209,7 @@ def _stored_rows(
     side: Version, notes: list[str], storage_options: dict[str, Any] | None
 ) -> tuple[Any, Any] | None:
     """The side's stored rows and their digests; None (with a note) when they are gone or are no
-    longer the rows its sketch recorded."""
+    longer the rows its sketch (or, without one, its digest) recorded."""
     try:
         stored = read_stored(
             side.location,
@@ -219,7 +222,10 @@ def _stored_rows(
         notes.append(f"{side.label}: {exc}")
         return None
     digests = table_row_digests(stored.view)
-    if side.sketch is not None and sketch_of_digests(stored.view, digests) != side.sketch:
+    now = sketch_of_digests(stored.view, digests)
+    if (side.sketch is not None and now != side.sketch) or (
+        side.sketch is None and side.data_hash is not None and now.data_hash() != side.data_hash
+    ):
         notes.append(
             f"{side.label}: the rows at {side.where()} are no longer the rows it wrote "
             "(rewritten since; Parquet keeps only the latest, format='delta' keeps versions)"
