@@ -1,5 +1,5 @@
-"""``ubunye-dagster lineage list|show|trace|compare|search``: read the run records of a use case;
-``ubunye-dagster clean``: remove what killed writers staged beside the data.
+"""``ubunye-dagster lineage list|show|trace|compare|search|reindex``: the run records of a use
+case; ``ubunye-dagster clean``: remove what killed writers staged beside the data.
 
 Flags are the reference CLI's (``-d/--usecase-dir -u -p -t --run-id --run-id1 --run-id2
 --lineage-dir --json``), so the same command line works with ``ubunye lineage``. ``--asset a/b``
@@ -24,14 +24,18 @@ import click
 from upath import UPath
 
 from ubunye_core.cli_render import (
+    TerminalProgress,
     compare_table,
     drift_document,
     drift_lines,
     make_console,
+    reindex_document,
+    reindex_text,
     runs_table,
-    search_table,
     trace_document,
     trace_tree,
+    write_json_list,
+    write_search_lines,
 )
 from ubunye_core.compare import compare
 from ubunye_core.drift import DEFAULT_FLAG_REASONS, DRIFT_REASONS, judge_records, partition_of
@@ -65,11 +69,14 @@ def _print_json(document: Any) -> None:
     click.echo(json.dumps(document, indent=2, ensure_ascii=False, default=str))
 
 
-def _open_store(usecase_dir: str, lineage_dir: str) -> LineageStore:
-    """The store at ``--lineage-dir`` (a URL, an absolute path, or a path under ``-d``)."""
-    if "://" in lineage_dir:
-        return LineageStore(lineage_dir)
-    return LineageStore(UPath(usecase_dir) / lineage_dir)
+def _open_store(
+    usecase_dir: str, lineage_dir: str, *, use_index: bool = True, as_json: bool = False
+) -> LineageStore:
+    """The store at ``--lineage-dir`` (a URL, an absolute path, or a path under ``-d``), with a
+    progress bar on a terminal for long index work (never with --json)."""
+    root = lineage_dir if "://" in lineage_dir else UPath(usecase_dir) / lineage_dir
+    progress = None if as_json or not sys.stderr.isatty() else TerminalProgress()
+    return LineageStore(root, use_index=use_index, progress=progress)
 
 
 def _asset_parts(asset: str) -> list[str]:
@@ -164,7 +171,7 @@ class Selection:
             make_console().print(human)
 
 
-_SELECTION_OPTIONS = [
+_STORE_OPTIONS = [
     click.option("-d", "--usecase-dir", default=".", show_default=True, help="Use case folder."),
     click.option(
         "--lineage-dir",
@@ -173,6 +180,16 @@ _SELECTION_OPTIONS = [
         help="Records folder, under -d unless absolute or a URL (s3://..., memory://...).",
     ),
     click.option("--json", "as_json", is_flag=True, help="Print one JSON document."),
+]
+
+_SELECTION_OPTIONS = [
+    *_STORE_OPTIONS,
+    click.option(
+        "--no-index",
+        "no_index",
+        is_flag=True,
+        help="Read the record files directly instead of through the index (same answers).",
+    ),
     click.option("-u", "--usecase", default=None, help="Use case."),
     click.option("-p", "--package", default=None, help="Package (Dagster: asset group)."),
     click.option("-t", "--task", default=None, help="Task (Dagster: encoded asset key)."),
@@ -192,13 +209,14 @@ def _selected(func: Callable[..., Any]) -> Callable[..., Any]:
         usecase_dir: str,
         lineage_dir: str,
         as_json: bool,
+        no_index: bool,
         usecase: str | None,
         package: str | None,
         task: str | None,
         asset: str | None,
         **options: Any,
     ) -> Any:
-        store = _open_store(usecase_dir, lineage_dir)
+        store = _open_store(usecase_dir, lineage_dir, use_index=not no_index, as_json=as_json)
         return func(Selection(store, usecase, package, task, asset, as_json), **options)
 
     for option in reversed(_SELECTION_OPTIONS):
@@ -251,15 +269,14 @@ def trace_command(selection: Selection, run_id: str | None) -> None:
 def latest_pair(store: LineageStore, task_path: str) -> tuple[RunRecord, RunRecord]:
     """(previous, newest): the newest run of the task and the run before it of the same
     partition, so a partition is only ever compared with itself."""
-    runs = store.iter_runs(task_path)
+    runs = store.iter_runs(task_path, same_partition_as_newest=True)
     newest = next(runs, None)
     if newest is None:
         raise CliError(f"compare needs two runs; {task_path} has none in {store.root}")
     partition = partition_of(newest.to_dict())
     # Lazy: reading stops at the first older run of the same partition.
     for record in runs:
-        if partition_of(record.to_dict()) == partition:
-            return record, newest
+        return record, newest
     which = f"partition {partition!r}" if partition is not None else "unpartitioned runs"
     raise CliError(
         f"compare needs two runs of the same partition; the newest run {newest.run_id} of "
@@ -337,9 +354,39 @@ def search_command(selection: Selection, status: str | None, since: str | None) 
     if selection.package and not selection.usecase:
         raise CliError("-p needs -u")
     prefix = "/".join(p for p in (selection.usecase, selection.package) if p) or None
-    records = selection.store.search(prefix, status=status, since=since, task=name)
-    human = search_table(records) if records else "No matching lineage records."
-    selection.print([record.to_dict() for record in records], human)
+    entries = selection.store.iter_search(
+        prefix, status=status, since=since, task=name, with_documents=selection.as_json
+    )
+    # Streamed: one run at a time from the index (or the folders) to stdout.
+    out = click.get_text_stream("stdout")
+    if selection.as_json:
+        write_json_list((entry.document() for entry in entries), out.write)
+    else:
+        write_search_lines(entries, out.write, color=out.isatty())
+
+
+def _with_store_options(func: Callable[..., Any]) -> Callable[..., Any]:
+    for option in reversed(_STORE_OPTIONS):
+        func = option(func)
+    return func
+
+
+@lineage.command("reindex")
+@_with_store_options
+@click.option("--full", is_flag=True, help="Delete the index and build it from every record.")
+def reindex_command(usecase_dir: str, lineage_dir: str, as_json: bool, full: bool) -> None:
+    """Bring the lineage index up to date with the record files (--full: build it anew);
+    reports the records read and the unreadable files skipped."""
+    store = _open_store(usecase_dir, lineage_dir, as_json=as_json)
+    report = store.reindex(full=full)
+    for _, reason in report.unreadable:
+        warnings.warn(
+            f"skipped an unreadable lineage record: {reason}", UnreadableRecordWarning, stacklevel=2
+        )
+    if as_json:
+        _print_json(reindex_document(report))
+    else:
+        click.echo(reindex_text(report, store.root))
 
 
 @lineage.command("diff")

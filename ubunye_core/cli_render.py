@@ -6,10 +6,19 @@ can read either tool's output; ``trace`` adds the v2 evidence beside them.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
+import click
 from rich.console import Console
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TaskID,
+    TextColumn,
+    TimeRemainingColumn,
+)
 from rich.table import Table
 from rich.text import Text
 from rich.tree import Tree
@@ -23,6 +32,8 @@ from ubunye_core.drift import (
     Verdict,
 )
 from ubunye_core.record import RunRecord, StepRecord
+from ubunye_core.run_listing import RunEntry
+from ubunye_core.store import ReindexReport
 
 _STATUS_STYLE = {"success": "green", "error": "red", "running": "yellow"}
 _NOT_RECORDED = "-"
@@ -99,20 +110,91 @@ def runs_table(task_path: str, records: list[RunRecord]) -> Table:
     return table
 
 
-def search_table(records: list[RunRecord]) -> Table:
-    """``search``: one row per matching run, across tasks, newest first."""
-    table = Table(title=f"{len(records)} matching runs", title_justify="left")
-    for heading in ("RUN ID", "TASK", "STARTED", "STATUS", "DURATION"):
-        table.add_column(heading, justify="right" if heading == "DURATION" else "left")
-    for record in records:
-        table.add_row(
-            record.run_id,
-            record.task_path,
-            record.started_at[:19],
-            _status(record.status),
-            _seconds(record.duration_sec),
+_SEARCH_COLUMNS = (("RUN ID", 36), ("TASK", 40), ("STARTED", 19), ("STATUS", 8))
+
+
+def write_search_lines(
+    entries: Iterable[RunEntry], write: Callable[[str], None], color: bool
+) -> int:
+    """``search``: a heading, one line per matching run as it comes (newest first), then the
+    count; ``color`` paints the status. Returns the count."""
+    count = 0
+    for entry in entries:
+        if count == 0:
+            write("  ".join(name.ljust(width) for name, width in _SEARCH_COLUMNS) + "  DURATION\n")
+        status = entry.status.ljust(8)
+        if color:
+            status = click.style(status, fg=_STATUS_STYLE.get(entry.status, "yellow"))
+        write(
+            f"{entry.run_id:<36}  {entry.task_path:<40}  {entry.started_at[:19]:<19}  "
+            f"{status}  {_seconds(entry.duration_sec)}\n"
         )
-    return table
+        count += 1
+    write(f"{count} matching runs\n" if count else "No matching lineage records.\n")
+    return count
+
+
+def write_json_list(documents: Iterable[str], write: Callable[[str], None]) -> None:
+    """A JSON list of record documents (each as ``RunRecord.to_json`` writes it), streamed:
+    byte for byte what ``json.dumps(list, indent=2)`` prints for the same records."""
+    first = True
+    for document in documents:
+        write(("[\n  " if first else ",\n  ") + document.replace("\n", "\n  "))
+        first = False
+    write("[]\n" if first else "\n]\n")
+
+
+class TerminalProgress:
+    """A progress bar on stderr while the index reads many record files (at least
+    ``threshold``); for terminals only, the caller decides that."""
+
+    def __init__(self, threshold: int = 200) -> None:
+        self._threshold = threshold
+        self._bar: Progress | None = None
+        self._task: TaskID | None = None
+
+    def __call__(self, done: int, total: int) -> None:
+        if self._bar is None:
+            if total < self._threshold or done >= total:
+                return
+            self._bar = Progress(
+                TextColumn("Indexing lineage records"),
+                BarColumn(),
+                MofNCompleteColumn(),
+                TimeRemainingColumn(),
+                console=Console(stderr=True),
+                transient=True,
+            )
+            self._bar.start()
+            self._task = self._bar.add_task("index", total=total)
+        self._bar.update(self._task, completed=done, total=total)
+        if done >= total:
+            self._bar.stop()
+            self._bar = None
+
+
+def reindex_document(report: ReindexReport) -> dict[str, Any]:
+    """``reindex --json``: counts, the index file and each skipped file with its reason."""
+    return {
+        "ok": True,
+        "index": report.index,
+        "read": report.read,
+        "unchanged": report.unchanged,
+        "removed": report.removed,
+        "skipped": len(report.unreadable),
+        "unreadable": [{"file": file, "reason": why} for file, why in report.unreadable],
+        "seconds": round(report.seconds, 3),
+    }
+
+
+def reindex_text(report: ReindexReport, root: Any) -> str:
+    """``reindex``: one line of counts and where the index is."""
+    indexed = report.read + report.unchanged - len(report.unreadable)
+    return (
+        f"Indexed {indexed:,} records of {root} in {report.seconds:.1f}s: "
+        f"{report.read:,} read, {report.unchanged:,} unchanged, {report.removed:,} removed, "
+        f"{len(report.unreadable):,} skipped as unreadable.\nIndex: {report.index}"
+    )
 
 
 def _step_branch(parent: Tree, step: StepRecord) -> None:

@@ -22,23 +22,50 @@ its final name, flushed to disk, then renamed over it; on an object store it is 
 or kill mid-write leaves the previous version (or nothing), never half a record, and writers in
 different processes never mix their bytes. A record that cannot be read is skipped by listings
 with an ``UnreadableRecordWarning`` naming its file.
+
+Listings and searches answer from the index (``store_index``), brought up to date from the
+folders they touch before each answer; ``use_index=False`` reads the files instead, with the same
+answers in the same order (``run_listing``).
 """
 
 from __future__ import annotations
 
 import os
 import secrets
+import sqlite3
+import time
 import warnings
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import suppress
-from datetime import date, datetime, timezone
+from dataclasses import dataclass
+from datetime import date, datetime
 from itertools import groupby, islice
 from os import PathLike
+from pathlib import Path
 from typing import Any
 
 from upath import UPath
 
+from ubunye_core.drift import partition_of
 from ubunye_core.record import RunRecord
+from ubunye_core.run_listing import (
+    FileEntry,
+    RunEntry,
+    epoch_micros,
+    instant,
+    order_key,
+    started_order,
+)
+from ubunye_core.store_index import (
+    INDEX_FILE_NAME,
+    FolderState,
+    IndexUnavailable,
+    Progress,
+    RecordIndex,
+    SyncReport,
+    cached_index_path,
+    is_damage,
+)
 
 #: Where a use case folder keeps its records.
 LINEAGE_SUBDIR = (".ubunye", "lineage")
@@ -178,31 +205,7 @@ def split_task_path(task_path: str) -> tuple[str, str, str]:
     )
 
 
-# --- time ------------------------------------------------------------------------------------
-
-
-def _instant(value: Any) -> datetime | None:
-    """An aware datetime for ISO text, a datetime or a date (naive ones taken as UTC); else None."""
-    if isinstance(value, datetime):
-        moment = value
-    elif isinstance(value, date):
-        moment = datetime(value.year, value.month, value.day)
-    elif isinstance(value, str):
-        text = value.strip()
-        # Python 3.10 reads no "Z" suffix; the reference writes "+00:00", Dagster users write "Z".
-        text = text[:-1] + "+00:00" if text[-1:] in ("Z", "z") else text
-        try:
-            moment = datetime.fromisoformat(text)
-        except ValueError:
-            return None
-    else:
-        return None
-    return moment if moment.tzinfo else moment.replace(tzinfo=timezone.utc)
-
-
-def _started_key(record: RunRecord) -> tuple[int, float, str]:
-    moment = _instant(record.started_at)
-    return (1, moment.timestamp(), "") if moment else (0, 0.0, record.started_at)
+# --- listing -------------------------------------------------------------------------------
 
 
 def _entry_mtime(info: dict[str, Any]) -> float:
@@ -213,28 +216,66 @@ def _entry_mtime(info: dict[str, Any]) -> float:
             continue
         if isinstance(value, (int, float)):
             return float(value)
-        moment = _instant(value)
+        moment = instant(value)
         if moment is not None:
             return moment.timestamp()
     return 0.0
+
+
+def _remote_entry(info: dict[str, Any]) -> FileEntry:
+    name = str(info["name"]).rstrip("/").rsplit("/", 1)[-1]
+    mtime = _entry_mtime(info)
+    tag = info.get("ETag") or info.get("etag") or info.get("md5Hash") or ""
+    return FileEntry(name, mtime, (mtime, info.get("size"), str(tag)))
+
+
+def _local_entry(name: str, stat: os.stat_result) -> FileEntry:
+    """A local file's entry. The change time moves on every write, rename or ``utime`` and no
+    tool can set it back, so a rewrite is seen even with the same size and modification time."""
+    return FileEntry(name, stat.st_mtime, (stat.st_mtime_ns, stat.st_size, stat.st_ctime_ns))
+
+
+def _matches(record: RunRecord, status: str | None, since: int | None, partition: Any) -> bool:
+    if status is not None and record.status != status:
+        return False
+    if since is not None:
+        _, micros, _ = started_order(record.started_at)
+        if micros is None or micros < since:
+            return False
+    return partition is ... or partition_of({"variables": record.variables}) == partition
 
 
 # --- the store -------------------------------------------------------------------------------
 
 
 class LineageStore:
-    """Run records under one root folder (local path, ``UPath`` or fsspec URL like ``s3://b/x``)."""
+    """Run records under one root folder (local path, ``UPath`` or fsspec URL like ``s3://b/x``).
 
-    def __init__(self, root: str | PathLike[str] | UPath) -> None:
+    Listings and searches go through the index (``ubunye_core.store_index``) unless
+    ``use_index`` is False, which reads the folders instead; the answers are the same.
+    ``progress`` gets ``(done, total)`` while the index reads many record files.
+    """
+
+    def __init__(
+        self,
+        root: str | PathLike[str] | UPath,
+        *,
+        use_index: bool = True,
+        progress: Progress | None = None,
+    ) -> None:
         path = UPath(root)
         if self._is_local(path):
             path = UPath(os.path.abspath(path.path))
         self._root = path
+        self.use_index = use_index
+        self.progress = progress
 
     @classmethod
-    def for_usecase_dir(cls, usecase_dir: str | PathLike[str] | UPath) -> LineageStore:
+    def for_usecase_dir(
+        cls, usecase_dir: str | PathLike[str] | UPath, **options: Any
+    ) -> LineageStore:
         """The store of a use case folder: ``<usecase_dir>/.ubunye/lineage``."""
-        return cls(UPath(usecase_dir).joinpath(*LINEAGE_SUBDIR))
+        return cls(UPath(usecase_dir).joinpath(*LINEAGE_SUBDIR), **options)
 
     @property
     def root(self) -> UPath:
@@ -256,10 +297,20 @@ class LineageStore:
         file_name = check_segment(run_id + _RECORD_SUFFIX, "run id file name")
         return self.task_dir(task_path) / file_name
 
+    def index_path(self) -> Path:
+        """Where this store's index is: beside the records in a writable local folder, else in
+        the cache folder (``$UBUNYE_INDEX_CACHE_DIR`` or the user's cache), keyed by the URL."""
+        if self._is_local(self._root):
+            folder = self._root.path
+            if not os.path.exists(folder) or os.access(folder, os.W_OK | os.X_OK):
+                return Path(folder) / INDEX_FILE_NAME
+        return cached_index_path(self._store_key())
+
     # writing
 
     def save(self, record: RunRecord) -> UPath:
-        """Write ``record`` atomically (replacing an earlier version of the same run); its path."""
+        """Write ``record`` atomically (replacing an earlier version of the same run); its path.
+        The index learns of it too (if that fails, the next listing reads the file)."""
         expected = f"{record.usecase}/{record.package}/{record.task_name}"
         if record.task_path.strip("/") != expected:
             raise ValueError(
@@ -275,6 +326,9 @@ class LineageStore:
                 path.parent.mkdir(parents=True, exist_ok=True)
             # One PUT: an object store shows either the old object or the whole new one.
             path.fs.pipe_file(path.path, data)
+        if self.use_index:
+            with suppress(IndexUnavailable, sqlite3.Error, OSError):
+                self._index().record_saved(expected, self._file_entry(path), record)
         return path
 
     # reading
@@ -283,16 +337,12 @@ class LineageStore:
         """The record in one file; UnreadableRecordError naming the file when it is not one."""
         target = UPath(path)
         try:
-            text = target.read_bytes().decode("utf-8")
+            data = target.read_bytes()
         except FileNotFoundError as exc:
             raise RecordNotFoundError(f"no record file at {target}") from exc
-        except (OSError, UnicodeDecodeError) as exc:
+        except OSError as exc:
             raise UnreadableRecordError(f"cannot read lineage record {target}: {exc}") from exc
-        try:
-            return RunRecord.from_json(text)
-        except ValueError as exc:
-            reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-            raise UnreadableRecordError(f"{target} is not a valid run record: {reason}") from exc
+        return _parse_record(target, data)
 
     def load(self, task_path: str, run_id_or_prefix: str) -> RunRecord:
         """One run of a task, by its run id or a prefix of it that fits exactly one run."""
@@ -301,8 +351,8 @@ class LineageStore:
         # A whole run id is one read; only a prefix needs the folder listing.
         with suppress(RecordNotFoundError):
             return self.read(folder / (prefix + _RECORD_SUFFIX))
-        files = self._record_files(folder)
-        fits = sorted(p.name[: -len(_RECORD_SUFFIX)] for p, _ in files)
+        files = self._record_entries(folder)
+        fits = sorted(entry.name[: -len(_RECORD_SUFFIX)] for entry in files)
         fits = [run_id for run_id in fits if run_id.startswith(prefix)]
         if len(fits) > 1:
             shown = ", ".join(fits[:10]) + (", ..." if len(fits) > 10 else "")
@@ -317,9 +367,43 @@ class LineageStore:
             )
         return self.read(folder / (fits[0] + _RECORD_SUFFIX))
 
-    def iter_runs(self, task_path: str) -> Iterator[RunRecord]:
-        """A task's runs, newest first, each file read only when the iteration reaches it."""
-        return self._newest_first(self._record_files(self.task_dir(task_path)))
+    def iter_runs(
+        self, task_path: str, *, same_partition_as_newest: bool = False
+    ) -> Iterator[RunRecord]:
+        """A task's runs, newest first, each record made only when the iteration reaches it;
+        with ``same_partition_as_newest`` only the newest and the older runs of its partition."""
+        task_paths = ["/".join(split_task_path(task_path))]
+        return self._iter_runs(task_paths, same_partition_as_newest)
+
+    def _iter_runs(self, task_paths: list[str], same_partition: bool) -> Iterator[RunRecord]:
+        index = self._synced_index(task_paths, whole_store=False)
+        warned: set[str] = set()
+
+        def warn_once(reason: str) -> None:
+            # The second query below meets the unreadable files the first one did.
+            if reason not in warned:
+                warned.add(reason)
+                _warn_unreadable(reason)
+
+        entries = self._query(index, task_paths, on_unreadable=warn_once)
+        if not same_partition:
+            yield from (entry.record() for entry in entries)
+            return
+        newest = next(entries, None)
+        if newest is None:
+            return
+        record = newest.record()
+        yield record
+        partition = partition_of({"variables": record.variables})
+        if index is None:
+            # Reading the folders: go on with the same lazy pass.
+            older = (entry.record() for entry in entries)
+            yield from (r for r in older if partition_of({"variables": r.variables}) == partition)
+            return
+        entries.close()
+        # The first run of the partition is the newest itself.
+        older_entries = self._query(index, task_paths, partition=partition, on_unreadable=warn_once)
+        yield from (entry.record() for entry in islice(older_entries, 1, None))
 
     def list_runs(self, task_path: str, limit: int | None = None) -> list[RunRecord]:
         """A task's runs, newest first (file modification time, then ``started_at``)."""
@@ -332,6 +416,27 @@ class LineageStore:
         runs = self.list_runs(task_path, limit=1)
         return runs[0] if runs else None
 
+    def iter_search(
+        self,
+        task_path: str | None = None,
+        status: str | None = None,
+        since: str | date | datetime | None = None,
+        *,
+        task: str | None = None,
+        with_documents: bool = True,
+    ) -> Iterator[RunEntry]:
+        """Entries of ``search``'s runs, newest first, one at a time (memory stays flat)."""
+        since_at = instant(since) if since is not None else None
+        if since is not None and since_at is None:
+            raise ValueError(f"since must be an ISO date or time, not {since!r}")
+        return self._runs(
+            self._task_folders(task_path, task),
+            status=status,
+            since=epoch_micros(since_at) if since_at is not None else None,
+            with_documents=with_documents,
+            whole_store=task_path is None and task is None,
+        )
+
     def search(
         self,
         task_path: str | None = None,
@@ -343,24 +448,7 @@ class LineageStore:
         """Runs under ``task_path`` (``usecase``, ``usecase/package``, a whole task path, or None
         for all), of task folders named ``task`` when given, with that status, started on or
         after ``since``; newest first."""
-        since_at = _instant(since) if since is not None else None
-        if since is not None and since_at is None:
-            raise ValueError(f"since must be an ISO date or time, not {since!r}")
-        files = [
-            entry
-            for folder in self._task_folders(task_path, task)
-            for entry in self._record_files(folder)
-        ]
-        found = []
-        for record in self._newest_first(files):
-            if status is not None and record.status != status:
-                continue
-            if since_at is not None:
-                started = _instant(record.started_at)
-                if started is None or started < since_at:
-                    continue
-            found.append(record)
-        return found
+        return [entry.record() for entry in self.iter_search(task_path, status, since, task=task)]
 
     def task_paths(
         self, usecase: str | None = None, package: str | None = None, task: str | None = None
@@ -377,6 +465,31 @@ class LineageStore:
                         found.append(f"{use}/{pkg}/{name}")
         return found
 
+    def reindex(self, *, full: bool = False) -> ReindexReport:
+        """Bring the index up to date with every record file (``full``: build it anew)."""
+        if not self.use_index:
+            raise LineageStoreError("this store was opened without its index")
+        if self._is_local(self._root) and not os.path.isdir(self._root.path):
+            raise LineageStoreError(f"no lineage records folder at {self._root}")
+        started = time.perf_counter()
+        index = self._index()
+        if full:
+            index.discard()
+        task_paths = self.task_paths()
+        try:
+            report = self._sync(index, task_paths)
+            removed = report.removed + index.drop_other_tasks(task_paths)
+        except (IndexUnavailable, sqlite3.Error) as exc:
+            raise LineageStoreError(f"cannot build the index {index.path}: {exc}") from exc
+        return ReindexReport(
+            index=str(index.path),
+            read=report.read,
+            unchanged=report.unchanged,
+            removed=removed,
+            unreadable=list(report.unreadable),
+            seconds=time.perf_counter() - started,
+        )
+
     # internals
 
     @staticmethod
@@ -384,6 +497,15 @@ class LineageStore:
         protocol = path.fs.protocol
         protocols = (protocol,) if isinstance(protocol, str) else tuple(protocol)
         return "file" in protocols or "local" in protocols
+
+    def _store_key(self) -> str:
+        options = self._root.storage_options
+        client = options.get("client_kwargs") or {}
+        endpoint = options.get("endpoint_url") or client.get("endpoint_url") or ""
+        return f"{self._root} {endpoint}".strip()
+
+    def _index(self) -> RecordIndex:
+        return RecordIndex(self.index_path(), self._store_key())
 
     def _listing(self, folder: UPath) -> list[dict[str, Any]]:
         try:
@@ -400,42 +522,239 @@ class LineageStore:
                     names.append(name)
         return sorted(names)
 
-    def _record_files(self, folder: UPath) -> list[tuple[UPath, float]]:
-        files = []
-        for info in self._listing(folder):
-            name = str(info["name"]).rstrip("/").rsplit("/", 1)[-1]
-            if info.get("type") == "file" and name.endswith(_RECORD_SUFFIX):
-                files.append((folder / name, _entry_mtime(info)))
-        return files
+    def _record_entries(self, folder: UPath) -> list[FileEntry]:
+        """The record files of one folder (``*.json`` files), with times and signatures."""
+        if not self._is_local(folder):
+            return [
+                _remote_entry(info)
+                for info in self._listing(folder)
+                if info.get("type") == "file" and str(info["name"]).endswith(_RECORD_SUFFIX)
+            ]
+        found = []
+        try:
+            listing = os.scandir(folder.path)
+        except (FileNotFoundError, NotADirectoryError):
+            return []
+        # The hot loop of every query (one pass per record file): kept plain on purpose.
+        with listing:
+            for item in listing:
+                name = item.name
+                if name[-5:] != _RECORD_SUFFIX or not item.is_file():
+                    continue
+                try:
+                    found.append(_local_entry(name, item.stat()))
+                except FileNotFoundError:
+                    continue
+        return found
 
-    def _task_folders(self, task_path: str | None, task: str | None) -> list[UPath]:
+    def _file_entry(self, path: UPath) -> FileEntry:
+        if self._is_local(path):
+            return _local_entry(path.name, os.stat(path.path))
+        return _remote_entry(path.fs.info(path.path))
+
+    def _task_folders(self, task_path: str | None, task: str | None) -> list[str]:
         parts = [p for p in (task_path or "").strip("/").split("/") if p]
         if len(parts) > 3:
             raise ValueError(f"a task path is 'usecase/package/task', not {task_path!r}")
         wanted = dict(zip(("usecase", "package", "task"), parts, strict=False))
         if task is not None and wanted.setdefault("task", task) != task:
             return []
-        return [self.task_dir(tp) for tp in self.task_paths(**wanted)]
+        return self.task_paths(**wanted)
 
-    def _newest_first(self, files: Iterable[tuple[UPath, float]]) -> Iterator[RunRecord]:
-        """Records by file modification time, newest first; files that share a time are read
-        together and ordered by ``started_at``. Lazy, so a caller that stops early reads less."""
-        ordered = sorted(files, key=lambda entry: entry[1], reverse=True)
-        for _, group in groupby(ordered, key=lambda entry: entry[1]):
-            read = (self._read_or_warn(path) for path, _ in group)
-            same_time = [record for record in read if record is not None]
-            yield from sorted(same_time, key=_started_key, reverse=True)
+    def _runs(
+        self,
+        task_paths: list[str],
+        *,
+        status: str | None = None,
+        since: int | None = None,
+        with_documents: bool = True,
+        whole_store: bool = False,
+    ) -> Iterator[RunEntry]:
+        """Runs of the task folders, newest first, through the index when it can be used."""
+        index = self._synced_index(task_paths, whole_store)
+        yield from self._query(
+            index, task_paths, status=status, since=since, with_documents=with_documents
+        )
+
+    def _query(
+        self,
+        index: RecordIndex | None,
+        task_paths: list[str],
+        *,
+        status: str | None = None,
+        since: int | None = None,
+        partition: Any = ...,
+        with_documents: bool = True,
+        on_unreadable: Callable[[str], None] | None = None,
+    ) -> Iterator[RunEntry]:
+        if index is None:
+            return self._scan(task_paths, status, since, partition)
+        return _fall_back_if_damaged(
+            index.runs(
+                task_paths,
+                status=status,
+                since_micros=since,
+                partition=partition,
+                with_documents=with_documents,
+                on_unreadable=on_unreadable or _warn_unreadable,
+            ),
+            index,
+            lambda: self._scan(task_paths, status, since, partition),
+        )
+
+    def _synced_index(self, task_paths: list[str], whole_store: bool) -> RecordIndex | None:
+        """The index, up to date for ``task_paths``; None when it is off or cannot be used here
+        (the folders are read instead). A damaged index is deleted and built again once."""
+        if not self.use_index:
+            return None
+        if self._is_local(self._root) and not os.path.isdir(self._root.path):
+            return None
+        index = self._index()
+        for attempt in range(2):
+            try:
+                self._sync(index, task_paths)
+                if whole_store:
+                    index.drop_other_tasks(task_paths)
+                return index
+            except IndexUnavailable:
+                return None
+            except sqlite3.Error as exc:
+                # Busy past the timeout, a full disk: read the folders this time. Damage: once
+                # more with a new index.
+                if not is_damage(exc) or attempt == 1:
+                    return None
+                index.discard()
+        return None
+
+    def _sync(self, index: RecordIndex, task_paths: list[str]) -> SyncReport:
+        folders = (
+            FolderState(task_path, self._record_entries(self.task_dir(task_path)))
+            for task_path in task_paths
+        )
+        return index.sync(
+            folders, self._read_entries, still_gone=self._still_gone, progress=self.progress
+        )
+
+    def _still_gone(self, task_path: str, file_name: str) -> bool:
+        """A file missing from a listing is still missing (a local check is cheap)."""
+        if not self._is_local(self._root):
+            return True
+        return not os.path.exists(os.path.join(self.task_dir(task_path).path, file_name))
+
+    def _read_entries(
+        self, task_path: str, entries: list[FileEntry]
+    ) -> Iterator[tuple[FileEntry, RunRecord | None, str | None]]:
+        """Each file's record, or None and why it is unreadable; object stores in batches."""
+        folder = self.task_dir(task_path)
+        if self._is_local(folder):
+            for entry in entries:
+                try:
+                    yield entry, self.read(folder / entry.name), None
+                except RecordNotFoundError:
+                    continue
+                except LineageStoreError as exc:
+                    yield entry, None, str(exc)
+            return
+        for start in range(0, len(entries), _REMOTE_BATCH):
+            batch = entries[start : start + _REMOTE_BATCH]
+            paths = [(folder / entry.name) for entry in batch]
+            found = folder.fs.cat([p.path for p in paths], on_error="return")
+            for entry, path in zip(batch, paths, strict=True):
+                data = found.get(path.path, FileNotFoundError(path.path))
+                if isinstance(data, FileNotFoundError):
+                    continue
+                try:
+                    if isinstance(data, Exception):
+                        raise UnreadableRecordError(f"cannot read lineage record {path}: {data}")
+                    yield entry, _parse_record(path, data), None
+                except LineageStoreError as exc:
+                    yield entry, None, str(exc)
+
+    def _scan(
+        self, task_paths: list[str], status: str | None, since: int | None, partition: Any
+    ) -> Iterator[RunEntry]:
+        """The runs read from the folders: files by modification time, newest first; files
+        of one time are read together and put in the order ``run_listing`` defines. Lazy."""
+        files = [
+            (entry, task_path)
+            for task_path in task_paths
+            for entry in self._record_entries(self.task_dir(task_path))
+        ]
+        # Within one time, unreadable files are met (and warned about) in the index's order.
+        files.sort(key=lambda item: (item[0].mtime, item[1], item[0].name), reverse=True)
+        for mtime, group in groupby(files, key=lambda item: item[0].mtime):
+            same_time = []
+            for entry, task_path in group:
+                record = self._read_or_warn(self.task_dir(task_path) / entry.name)
+                if record is not None:
+                    key = order_key(mtime, *started_order(record.started_at), task_path, entry.name)
+                    same_time.append((key, task_path, entry.name, record))
+            same_time.sort(key=lambda item: item[0], reverse=True)
+            for _, task_path, name, record in same_time:
+                if _matches(record, status, since, partition):
+                    yield RunEntry.of_record(task_path, name, record)
 
     def _read_or_warn(self, path: UPath) -> RunRecord | None:
         try:
             return self.read(path)
         except LineageStoreError as exc:
-            warnings.warn(
-                f"skipped an unreadable lineage record: {exc}",
-                UnreadableRecordWarning,
-                stacklevel=4,
-            )
+            _warn_unreadable(str(exc))
             return None
+
+
+@dataclass(frozen=True)
+class ReindexReport:
+    """What ``reindex`` did: where the index is, files read now, files already indexed, rows
+    of vanished files dropped, unreadable files (path, reason) and the seconds it took."""
+
+    index: str
+    read: int
+    unchanged: int
+    removed: int
+    unreadable: list[tuple[str, str]]
+    seconds: float
+
+
+_REMOTE_BATCH = 256
+
+
+def _parse_record(target: UPath, data: bytes) -> RunRecord:
+    try:
+        return RunRecord.from_json(data.decode("utf-8"))
+    except UnicodeDecodeError as exc:
+        raise UnreadableRecordError(f"cannot read lineage record {target}: {exc}") from exc
+    except ValueError as exc:
+        reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        raise UnreadableRecordError(f"{target} is not a valid run record: {reason}") from exc
+
+
+def _warn_unreadable(reason: str) -> None:
+    warnings.warn(
+        f"skipped an unreadable lineage record: {reason}", UnreadableRecordWarning, stacklevel=5
+    )
+
+
+def _fall_back_if_damaged(
+    entries: Iterator[RunEntry], index: RecordIndex, scan: Callable[[], Iterator[RunEntry]]
+) -> Iterator[RunEntry]:
+    """``entries`` from the index; if the index proves damaged before the first entry, delete it
+    and read the folders instead (after one, the error is reported: the answer would be torn).
+    Any other database error is reported as a LineageStoreError."""
+    given = False
+    try:
+        for entry in entries:
+            given = True
+            yield entry
+    except sqlite3.Error as exc:
+        if not is_damage(exc):
+            raise LineageStoreError(f"cannot read the lineage index {index.path}: {exc}") from exc
+        index.discard()
+        if given:
+            raise LineageStoreError(
+                f"the lineage index {index.path} broke while it was read ({exc}); it was "
+                "deleted and will be rebuilt: run the command again"
+            ) from exc
+        yield from scan()
 
 
 def _replace_local_file(target: str, data: bytes) -> None:
