@@ -117,8 +117,10 @@ def print_ratios(
 
 
 def spark_compare(rows: int, repeats: int) -> None:
-    """The grouped (sketch) Spark job against one ungrouped aggregation of the same lanes:
-    wall time and the JVM's CPU time (steadier on a shared machine)."""
+    """The grouped (sketch) Spark job against one ungrouped aggregation of the same lanes, both
+    with the lines written by ``to_json`` on the JVM: wall time and the JVM's CPU time (steadier
+    on a shared machine)."""
+    import os
     from pyspark.sql import SparkSession
     from pyspark.sql import functions as F
 
@@ -131,6 +133,7 @@ def spark_compare(rows: int, repeats: int) -> None:
         .config("spark.ui.showConsoleProgress", "false")
         .getOrCreate()
     )
+    os.environ["UBUNYE_SPARK_ENGINE"] = "jvm"  # the JVM path's own cost, not the workers'
     df = session.createDataFrame(flat_table(rows)).cache()
     df.count()
 

@@ -14,6 +14,14 @@ from ubunye_core.sketch import combine
 
 pytestmark = pytest.mark.spark
 
+
+@pytest.fixture(params=["auto", "jvm"], ids=["arrow_workers", "to_json"])
+def engine(request, monkeypatch):
+    """Each test runs with the lines written in Spark's Python workers and on the JVM."""
+    monkeypatch.setenv("UBUNYE_SPARK_ENGINE", request.param)
+    return request.param
+
+
 # A few doubles only: Java 17 writes some doubles unlike the shortest form (see README).
 tables = st.lists(
     st.tuples(
@@ -28,7 +36,7 @@ tables = st.lists(
 
 @settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(values=tables)
-def test_the_spark_sketch_is_the_arrow_sketch_and_sums_to_the_lanes(spark, values):
+def test_the_spark_sketch_is_the_arrow_sketch_and_sums_to_the_lanes(spark, engine, values):
     table = table_of(values)
     ours = fingerprint(spark_frame(spark, table))
     assert ours.sketch == fingerprint(table).sketch
@@ -37,7 +45,7 @@ def test_the_spark_sketch_is_the_arrow_sketch_and_sums_to_the_lanes(spark, value
 
 @settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(first=tables, second=tables)
-def test_combine_on_spark_is_the_fingerprint_of_the_union(spark, first, second):
+def test_combine_on_spark_is_the_fingerprint_of_the_union(spark, engine, first, second):
     a, b = spark_frame(spark, table_of(first)), spark_frame(spark, table_of(second))
     combined = combine([fingerprint(a), fingerprint(b)])
     whole = fingerprint(a.unionAll(b))
