@@ -121,6 +121,7 @@ def spark_compare(rows: int, repeats: int) -> None:
     with the lines written by ``to_json`` on the JVM: wall time and the JVM's CPU time (steadier
     on a shared machine)."""
     import os
+
     from pyspark.sql import SparkSession
     from pyspark.sql import functions as F
 
