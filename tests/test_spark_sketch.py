@@ -34,7 +34,11 @@ tables = st.lists(
 )
 
 
-@settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(
+    max_examples=8,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+)
 @given(values=tables)
 def test_the_spark_sketch_is_the_arrow_sketch_and_sums_to_the_lanes(spark, engine, values):
     table = table_of(values)
@@ -43,7 +47,11 @@ def test_the_spark_sketch_is_the_arrow_sketch_and_sums_to_the_lanes(spark, engin
     assert ours.sketch.data_hash() == ours.data_hash
 
 
-@settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(
+    max_examples=6,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+)
 @given(first=tables, second=tables)
 def test_combine_on_spark_is_the_fingerprint_of_the_union(spark, engine, first, second):
     a, b = spark_frame(spark, table_of(first)), spark_frame(spark, table_of(second))
