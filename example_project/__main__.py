@@ -3,11 +3,13 @@ asset's lineage trace and the rows the price rise changed."""
 
 from __future__ import annotations
 
+import os
 import shlex
 import sys
 import time
+from pathlib import Path
 
-from example_project.paths import data_dir, example_home
+from example_project.paths import OPENLINEAGE_CONFIG, PROJECT_DIR, data_dir, example_home
 from example_project.run import (
     TRACED_ASSET,
     diff_command,
@@ -19,9 +21,20 @@ from example_project.run import (
 from ubunye_core.cli import main as ubunye_dagster_cli
 
 
+def use_example_openlineage(home: Path) -> None:
+    """Point OpenLineage at the example's file transport (openlineage.yml), unless it is
+    configured already or the data goes elsewhere (its file path is the repository's)."""
+    configured = any(name in os.environ for name in ("OPENLINEAGE_CONFIG", "OPENLINEAGE_URL"))
+    if configured or home != PROJECT_DIR or Path.cwd().resolve() != PROJECT_DIR.parent:
+        return
+    (PROJECT_DIR / ".ubunye").mkdir(exist_ok=True)
+    os.environ["OPENLINEAGE_CONFIG"] = str(OPENLINEAGE_CONFIG)
+
+
 def main() -> int:
     """Run the example end to end in this process; the trace command's exit code."""
     home = example_home()
+    use_example_openlineage(home)
     started = time.perf_counter()
     print(f"Materialising the example shop into {home} ...", flush=True)
     with open_instance() as instance:

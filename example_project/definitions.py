@@ -13,6 +13,7 @@ from ubunye_dagster import (
     UbunyeIOManager,
     UbunyeResource,
     build_drift_sensor,
+    build_expectation_checks,
     build_reproducibility_checks,
     with_error_records,
 )
@@ -49,8 +50,11 @@ def build_definitions(home: Path) -> dg.Definitions:
     io_manager = UbunyeIOManager(base_path=str(data_dir(home)), ubunye=ubunye)
     # `sales/price_list` keeps every materialisation as a Delta table version.
     delta_io_manager = UbunyeIOManager(base_path=str(data_dir(home)), ubunye=ubunye, format="delta")
-    # The jobs leave the reproducibility checks out: the drift sensor reports those.
-    everything = dg.AssetSelection.all() - dg.AssetSelection.all_asset_checks()
+    # Each `ubunye/expectations` rule is an asset check, evaluated in the run that writes the
+    # asset. The jobs leave the reproducibility checks out: the drift sensor reports those.
+    expectation_checks = build_expectation_checks(ASSETS)
+    reproducibility_checks = build_reproducibility_checks(ASSETS)
+    everything = dg.AssetSelection.all() - dg.AssetSelection.checks(*reproducibility_checks)
     main_job = dg.define_asset_job(MAIN_JOB, selection=everything)
     daily_job = dg.define_asset_job(
         DAILY_JOB, selection=dg.AssetSelection.assets(sales.daily_orders).without_checks()
@@ -66,7 +70,7 @@ def build_definitions(home: Path) -> dg.Definitions:
     )
     return dg.Definitions(
         assets=ASSETS,
-        asset_checks=build_reproducibility_checks(ASSETS),
+        asset_checks=[*expectation_checks, *reproducibility_checks],
         sensors=[drift_sensor],
         jobs=[main_job, daily_job, price_job],
         resources={

@@ -9,6 +9,8 @@ from pathlib import Path
 PROJECT_DIR = Path(__file__).resolve().parent
 #: The CSV files shipped with the repo (generated once by seed_data/generate.py).
 SEED_DIR = PROJECT_DIR / "seed_data"
+#: The example's OpenLineage configuration: a file transport beside the run records.
+OPENLINEAGE_CONFIG = PROJECT_DIR / "openlineage.yml"
 #: Set this to keep data and records elsewhere (the tests and the UI script do).
 HOME_ENV = "UBUNYE_EXAMPLE_HOME"
 

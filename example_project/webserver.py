@@ -87,6 +87,7 @@ query AssetState($key: AssetKeyInput!) {
         ... on AssetChecks {
           checks {
             name
+            blocking
             executionForLatestMaterialization {
               runId
               status

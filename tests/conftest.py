@@ -1,11 +1,17 @@
-"""Shared fixtures. pyspark is imported only when a test asks for ``spark``."""
+"""Shared fixtures. pyspark is imported only when a test asks for ``spark``.
+
+``--spark-connect`` runs the ``spark`` fixture against a local Spark Connect server (one per test
+session) instead of a classic session. One Python process cannot hold both kinds of session (a
+Connect session switches pyspark's functions to Connect globally), so the classic run starts a
+second pytest with this option for the Spark Connect pass (tests/test_spark_connect.py).
+"""
 
 from __future__ import annotations
 
 import os
 
 import pytest
-from local_spark import build_local_spark_session
+from local_spark import build_local_spark_session, local_connect_server
 
 #: Settings the tests add to the local session: few shuffle partitions, Arrow transfers.
 TEST_SETTINGS = {
@@ -28,10 +34,44 @@ def index_cache_dir(tmp_path_factory):
         os.environ["UBUNYE_INDEX_CACHE_DIR"] = before
 
 
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--spark-connect",
+        action="store_true",
+        help="run the spark fixture against a local Spark Connect server",
+    )
+
+
 @pytest.fixture(scope="session")
-def spark():
-    """One local SparkSession for the whole test session: local[2], UI off, a non-UTC zone."""
+def spark_remote(request, tmp_path_factory):
+    """The ``sc://`` URL of the session's local Spark Connect server (``--spark-connect``), or None
+    for a classic session."""
+    if not request.config.getoption("--spark-connect"):
+        yield None
+        return
     pytest.importorskip("pyspark")
-    session = build_local_spark_session("ubunye-dagster-tests", TEST_SETTINGS)
+    log_path = tmp_path_factory.mktemp("spark-connect") / "server.log"
+    with local_connect_server(log_path, TEST_SETTINGS) as url:
+        yield url
+
+
+@pytest.fixture(scope="session")
+def spark(spark_remote):
+    """One SparkSession for the whole test session: local[2], UI off, a non-UTC zone; classic,
+    or a Spark Connect client of the local server with ``--spark-connect``."""
+    pytest.importorskip("pyspark")
+    if spark_remote is not None:
+        from pyspark.sql import SparkSession
+
+        session = SparkSession.builder.remote(spark_remote).getOrCreate()
+        assert type(session).__module__.startswith("pyspark.sql.connect"), type(session)
+    else:
+        session = build_local_spark_session("ubunye-dagster-tests", TEST_SETTINGS)
     yield session
     session.stop()
+
+
+@pytest.fixture(scope="session")
+def spark_config(spark, spark_remote) -> dict[str, str]:
+    """The ``spark_config`` of a dagster-pyspark ``PySparkResource`` reaching the same Spark."""
+    return {"spark.remote": spark_remote} if spark_remote else {}

@@ -7,7 +7,10 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Mapping
+import time
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager, suppress
+from pathlib import Path
 from typing import Any
 
 #: A zone with daylight saving and far from UTC, so a hash that leaks the session zone shows.
@@ -52,3 +55,69 @@ def spark_frame(spark: Any, table: Any) -> Any:
     from pyspark.sql.pandas.types import from_arrow_schema
 
     return spark.createDataFrame(table, schema=from_arrow_schema(table.schema))
+
+
+def free_loopback_port() -> int:
+    """A TCP port on 127.0.0.1 that nothing listens on right now."""
+    import socket
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+@contextmanager
+def local_connect_server(
+    log_path: Path, settings: Mapping[str, str] | None = None, start_timeout: float = 180.0
+) -> Iterator[str]:
+    """A Spark Connect server of the pip pyspark (its spark-connect jar) on 127.0.0.1, local[2],
+    with the settings of ``build_local_spark_session`` plus ``settings``; yields its ``sc://`` URL
+    and stops it (and only it) on exit."""
+    import signal
+    import socket
+    import subprocess
+
+    from pyspark.find_spark_home import _find_spark_home
+
+    port = free_loopback_port()
+    conf = {
+        "spark.connect.grpc.binding.address": "127.0.0.1",
+        "spark.connect.grpc.binding.port": str(port),
+        "spark.ui.enabled": "false",
+        "spark.sql.session.timeZone": SPARK_SESSION_TIME_ZONE,
+        "spark.driver.memory": "2g",
+        **(settings or {}),
+    }
+    submit = Path(_find_spark_home()) / "bin" / "spark-submit"
+    command = [str(submit), "--master", "local[2]", "--name", "ubunye-connect-tests"]
+    for key, value in conf.items():
+        command += ["--conf", f"{key}={value}"]
+    command += ["--class", "org.apache.spark.sql.connect.service.SparkConnectServer"]
+    command.append("spark-internal")
+    env = {**os.environ, "PYSPARK_PYTHON": sys.executable, "SPARK_LOCAL_IP": "127.0.0.1"}
+    with open(log_path, "wb") as log:
+        server = subprocess.Popen(
+            command, stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True
+        )
+    try:
+        deadline = time.monotonic() + start_timeout
+        while True:
+            if server.poll() is not None:
+                tail = log_path.read_text(errors="replace")[-3000:]
+                raise RuntimeError(f"Spark Connect server exited ({server.returncode}):\n{tail}")
+            with socket.socket() as probe:
+                if probe.connect_ex(("127.0.0.1", port)) == 0:
+                    break
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"Spark Connect server not listening after {start_timeout}s")
+            time.sleep(0.5)
+        yield f"sc://127.0.0.1:{port}"
+    finally:
+        # The server runs in its own process group: the JVM and the Python workers it started.
+        with suppress(ProcessLookupError):
+            os.killpg(server.pid, signal.SIGTERM)
+        try:
+            server.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            os.killpg(server.pid, signal.SIGKILL)
+            server.wait()

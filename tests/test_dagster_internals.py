@@ -125,3 +125,40 @@ def test_a_step_materialisation_still_carries_its_code_version_and_upstream_data
         tags = record.asset_materialization.tags
     assert CODE_VERSION_TAG in tags
     assert tags[f"{INPUT_DATA_VERSION_TAG_PREFIX}/upstream"] not in ("", None)
+
+
+def test_a_check_evaluation_logged_from_an_io_manager_is_kept_when_the_step_then_fails():
+    check = dg.AssetCheckSpec("price_positive", asset="prices", blocking=True)
+
+    @dg.multi_asset_check(specs=[check])
+    def price_checks():
+        yield dg.AssetCheckResult(asset_key="prices", check_name="price_positive", passed=True)
+
+    class Refusing(dg.ConfigurableIOManager):
+        def handle_output(self, context, obj):
+            evaluations = [
+                dg.AssetCheckEvaluation(
+                    asset_key=context.asset_key, check_name=name, passed=False, blocking=True
+                )
+                for name in ("price_positive", "not_declared")
+            ]
+            assert internals.report_check_evaluations(context.step_context, evaluations) == 1
+            raise ValueError("refused")
+
+        def load_input(self, context):
+            raise AssertionError("nothing is loaded")
+
+    instance = dg.DagsterInstance.ephemeral()
+    result = dg.materialize(
+        [prices, price_checks],
+        resources={"io_manager": Refusing()},
+        instance=instance,
+        raise_on_error=False,
+    )
+
+    records = instance.get_records_for_run(
+        result.run_id, of_type=dg.DagsterEventType.ASSET_CHECK_EVALUATION
+    ).records
+    (logged,) = [r.event_log_entry.dagster_event.asset_check_evaluation_data for r in records]
+    assert (logged.check_name, logged.passed) == ("price_positive", False)
+    assert not result.success

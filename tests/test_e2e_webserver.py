@@ -125,3 +125,18 @@ def test_the_daemon_ticks_the_drift_sensor_and_it_judges_the_run(
     assert state["ticks"], "the daemon never ticked the drift sensor"
     # A first materialisation has nothing to be compared with, so nothing is flagged.
     assert judged["success"] is True
+
+
+def test_the_expectations_are_checks_evaluated_in_the_run_with_their_counts(
+    served_run: dict[str, Any],
+) -> None:
+    state = served_run["server"].asset_state(ASSET)["assetNodeOrError"]
+    checks = {c["name"]: c for c in state["assetChecksOrError"]["checks"]}
+    rows = served_run["latest"]["metadata"]["dagster/row_count"]
+    for name in ("order_id_not_null", "order_id_unique", "quantity_between", "row_count"):
+        execution = checks[name]["executionForLatestMaterialization"]
+        assert checks[name]["blocking"], name  # severity fail: a blocking check
+        assert execution["runId"] == served_run["run_id"], name
+        assert execution["status"] == "SUCCEEDED", name
+        counts = {e["label"]: e.get("intValue") for e in execution["evaluation"]["metadataEntries"]}
+        assert counts["total"] == rows and counts["failed"] == 0, name

@@ -23,15 +23,17 @@ from example_receipts import (
 
 from example_project import defs
 from example_project.definitions import (
+    ASSETS,
     DAILY_JOB,
     DRIFT_SENSOR,
     MAIN_JOB,
     build_definitions,
 )
-from example_project.paths import SEED_DIR
+from example_project.paths import OPENLINEAGE_CONFIG, SEED_DIR
 from example_project.run import DAYS, TRACED_ASSET, trace_command
 from example_project.seed_data.generate import write_seed_data
-from ubunye_dagster import CHECK_NAME
+from ubunye_dagster import CHECK_NAME, build_expectation_checks
+from ubunye_dagster.expectations import parse_rules
 
 
 @pytest.fixture(scope="module")
@@ -71,8 +73,55 @@ def test_the_drift_sensor_watches_every_asset_and_each_shows_the_check() -> None
     sensor = defs.resolve_sensor_def(DRIFT_SENSOR)
     assert sensor.default_status == dg.DefaultSensorStatus.RUNNING
     check_keys = defs.resolve_asset_graph().asset_check_keys
-    assert {key.asset_key.to_user_string() for key in check_keys} == set(ASSET_GROUPS)
-    assert {key.name for key in check_keys} == {CHECK_NAME}
+    reproducible = {key.asset_key.to_user_string() for key in check_keys if key.name == CHECK_NAME}
+    assert reproducible == set(ASSET_GROUPS)
+
+
+def test_each_declared_expectation_is_an_asset_check_the_main_job_runs() -> None:
+    declared = {
+        f"{key.to_user_string()}:{rule.name}"
+        for assets_def in ASSETS
+        for key, metadata in assets_def.metadata_by_key.items()
+        for rule in parse_rules(metadata.get("ubunye/expectations"))
+    }
+    job = defs.resolve_job_def(MAIN_JOB)
+    in_job = {key.to_user_string() for key in job.asset_layer.asset_graph.asset_check_keys}
+    assert len(declared) == 7 and in_job == declared
+
+
+def test_the_example_shows_the_checks_and_writes_openlineage_events_to_a_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The shipped openlineage.yml names its file relative to the repository root.
+    home = tmp_path / "example_project"
+    monkeypatch.setenv("OPENLINEAGE_CONFIG", str(OPENLINEAGE_CONFIG))
+    monkeypatch.delenv("OPENLINEAGE_URL", raising=False)
+    monkeypatch.chdir(tmp_path)
+    selection = dg.AssetSelection.assets(*[k.split("/") for k in ASSET_GROUPS if k != PARTITIONED])
+    selection = (selection & dg.AssetSelection.groups("raw", "sales")).without_checks()
+    job = dg.define_asset_job(
+        "lineage", selection=selection | dg.AssetSelection.checks(*build_expectation_checks(ASSETS))
+    )
+    merged = dg.Definitions.merge(build_definitions(home), dg.Definitions(jobs=[job]))
+    with dg.DagsterInstance.ephemeral() as instance:
+        result = merged.resolve_job_def("lineage").execute_in_process(instance=instance)
+        evaluations = [
+            r.event_log_entry.dagster_event.asset_check_evaluation_data
+            for r in instance.get_records_for_run(
+                result.run_id, of_type=dg.DagsterEventType.ASSET_CHECK_EVALUATION
+            ).records
+        ]
+        _, order_lines = latest_metadata(instance, "sales/order_lines")
+
+    assert result.success
+    assert len(evaluations) == 7 and all(e.passed for e in evaluations)
+    assert all({"failed", "total"} <= set(e.metadata) for e in evaluations)
+    lines = (home / ".ubunye" / "openlineage_events.jsonl").read_text().splitlines()
+    events = [json.loads(line) for line in lines]
+    completed = {e["job"]["name"]: e for e in events if e["eventType"] == "COMPLETE"}
+    assert len(events) == 2 * len(completed) == 8  # raw's three outputs and order_lines
+    (written,) = completed["sales/sales.order_lines"]["outputs"]
+    assert written["facets"]["version"]["datasetVersion"] == order_lines["ubunye/data_hash"]
 
 
 def test_the_shipped_data_is_what_the_seeded_generator_writes(tmp_path: Path) -> None:

@@ -39,14 +39,17 @@ TABLE = pa.table(
 )
 
 
-def resources(root: Path, spark, **extra) -> dict:
+def resources(root: Path, spark_config: dict, **extra) -> dict:
     manager = UbunyeIOManager(
         base_path=str(root / "data"),
         ubunye=UbunyeResource(usecase_dir=str(root)),
         **{k: v for k, v in extra.items() if k == "spark_resource_key"},
     )
     key = extra.get("spark_resource_key", "pyspark")
-    return {"io_manager": manager, key: extra.get("resource", PySparkResource(spark_config={}))}
+    return {
+        "io_manager": manager,
+        key: extra.get("resource", PySparkResource(spark_config=spark_config)),
+    }
 
 
 def record_of(root: Path, task: str, run_id: str):
@@ -63,8 +66,12 @@ def spark_people(pyspark: PySparkResource):
     return pyspark.spark_session.createDataFrame(TABLE)
 
 
-def test_a_pandas_asset_and_a_spark_asset_with_the_same_rows_share_a_digest(tmp_path, spark):
-    result = dg.materialize([pandas_people, spark_people], resources=resources(tmp_path, spark))
+def test_a_pandas_asset_and_a_spark_asset_with_the_same_rows_share_a_digest(
+    tmp_path, spark, spark_config
+):
+    result = dg.materialize(
+        [pandas_people, spark_people], resources=resources(tmp_path, spark_config)
+    )
 
     from_pandas = record_of(tmp_path, "pandas_people", result.run_id).outputs[0]
     from_spark = record_of(tmp_path, "spark_people", result.run_id)
@@ -74,14 +81,16 @@ def test_a_pandas_asset_and_a_spark_asset_with_the_same_rows_share_a_digest(tmp_
     assert (tmp_path / "data" / "spark_people.parquet" / "_SUCCESS").is_file()
 
 
-def test_a_spark_input_is_hashed_and_verified_against_the_writer(tmp_path, spark):
+def test_a_spark_input_is_hashed_and_verified_against_the_writer(tmp_path, spark, spark_config):
     from pyspark.sql import DataFrame
 
     @dg.asset(ins={"pandas_people": dg.AssetIn(dagster_type=DataFrame)})
     def spark_reader(pyspark: PySparkResource, pandas_people):
         return pandas_people.filter("id > 1")
 
-    result = dg.materialize([pandas_people, spark_reader], resources=resources(tmp_path, spark))
+    result = dg.materialize(
+        [pandas_people, spark_reader], resources=resources(tmp_path, spark_config)
+    )
 
     written = record_of(tmp_path, "pandas_people", result.run_id).outputs[0]
     record = record_of(tmp_path, "spark_reader", result.run_id)
@@ -92,7 +101,9 @@ def test_a_spark_input_is_hashed_and_verified_against_the_writer(tmp_path, spark
     assert record.outputs[0].row_count == 3
 
 
-CALLS = {"udf": None}
+#: The file the UDF appends one line to per call: Python workers can reach it under a classic
+#: session and a Spark Connect server alike (an accumulator needs a classic SparkContext).
+CALLS = {"log": None}
 
 
 @dg.asset
@@ -101,10 +112,11 @@ def counted(pyspark: PySparkResource):
     from pyspark.sql.types import LongType
 
     session = pyspark.spark_session
-    calls = CALLS["udf"]
+    log = CALLS["log"]
 
     def times_ten(value):
-        calls.add(1)
+        with open(log, "a", encoding="utf-8") as calls:
+            calls.write(f"{value}\n")
         return value * 10
 
     frame = session.createDataFrame(TABLE.select(["id"]))
@@ -112,12 +124,13 @@ def counted(pyspark: PySparkResource):
 
 
 def test_the_spark_output_is_hashed_from_the_written_files_so_the_transform_runs_once(
-    tmp_path, spark
+    tmp_path, spark, spark_config
 ):
-    CALLS["udf"] = spark.sparkContext.accumulator(0)
-    result = dg.materialize([counted], resources=resources(tmp_path, spark))
+    CALLS["log"] = str(tmp_path / "udf-calls.txt")
+    result = dg.materialize([counted], resources=resources(tmp_path, spark_config))
 
-    assert CALLS["udf"].value == 4  # one call per row: the write; not again for the hash
+    calls = Path(CALLS["log"]).read_text(encoding="utf-8").split()
+    assert sorted(calls) == ["1", "2", "3", "4"]  # one call per row: the write; not the hash
     output = record_of(tmp_path, "counted", result.run_id).outputs[0]
     assert output.row_count == 4 and output.hash_basis == "materialised"
 
@@ -141,14 +154,18 @@ def flaky(pyspark: PySparkResource):
     return frame.withColumn("checked", F.udf(maybe_fail, LongType())("id"))
 
 
-def test_a_failed_spark_write_leaves_the_previous_materialisation_readable(tmp_path, spark):
+def test_a_failed_spark_write_leaves_the_previous_materialisation_readable(
+    tmp_path, spark, spark_config
+):
     FAIL["now"] = False
-    assert dg.materialize([flaky], resources=resources(tmp_path, spark)).success
+    assert dg.materialize([flaky], resources=resources(tmp_path, spark_config)).success
     target = tmp_path / "data" / "flaky.parquet"
     before = sorted(spark.read.parquet(str(target)).toArrow().column("id").to_pylist())
 
     FAIL["now"] = True
-    result = dg.materialize([flaky], resources=resources(tmp_path, spark), raise_on_error=False)
+    result = dg.materialize(
+        [flaky], resources=resources(tmp_path, spark_config), raise_on_error=False
+    )
 
     assert not result.success
     after = sorted(spark.read.parquet(str(target)).toArrow().column("id").to_pylist())
@@ -196,9 +213,11 @@ def scored(pyspark: PySparkResource):
 
 
 def test_spark_expectations_are_checked_on_the_written_rows_before_they_are_put_in_place(
-    tmp_path, spark
+    tmp_path, spark, spark_config
 ):
-    result = dg.materialize([scored], resources=resources(tmp_path, spark), raise_on_error=False)
+    result = dg.materialize(
+        [scored], resources=resources(tmp_path, spark_config), raise_on_error=False
+    )
 
     assert not result.success  # 1.5 and 2.0 are above 1.0
     [record] = LineageStore.for_usecase_dir(tmp_path).list_runs("dagster/default/scored")
@@ -223,7 +242,9 @@ class CountingPySpark(PySparkResource):
 SESSION_ASKED = {"n": 0}
 
 
-def test_spark_inputs_are_read_with_the_session_of_the_configured_pyspark_resource(tmp_path, spark):
+def test_spark_inputs_are_read_with_the_session_of_the_configured_pyspark_resource(
+    tmp_path, spark, spark_config
+):
     from pyspark.sql import DataFrame
 
     @dg.asset
@@ -240,9 +261,9 @@ def test_spark_inputs_are_read_with_the_session_of_the_configured_pyspark_resour
         [made, used],
         resources=resources(
             tmp_path,
-            spark,
+            spark_config,
             spark_resource_key="spark_here",
-            resource=CountingPySpark(spark_config={}),
+            resource=CountingPySpark(spark_config=spark_config),
         ),
     )
 
@@ -256,8 +277,10 @@ def people_in_pandas(spark_people: pd.DataFrame) -> pd.DataFrame:
     return spark_people
 
 
-def test_a_spark_asset_loads_into_pandas_and_keeps_its_digest(tmp_path, spark):
-    result = dg.materialize([spark_people, people_in_pandas], resources=resources(tmp_path, spark))
+def test_a_spark_asset_loads_into_pandas_and_keeps_its_digest(tmp_path, spark, spark_config):
+    result = dg.materialize(
+        [spark_people, people_in_pandas], resources=resources(tmp_path, spark_config)
+    )
 
     written = record_of(tmp_path, "spark_people", result.run_id).outputs[0]
     record = record_of(tmp_path, "people_in_pandas", result.run_id)

@@ -11,6 +11,7 @@ from ubunye_core.drift import (
     SOURCE_EXPLANATION,
 )
 from ubunye_dagster.error_records import with_error_records
+from ubunye_dagster.expectation_checks import build_expectation_checks
 from ubunye_dagster.expectations import (
     ExpectationError,
     ExpectationFailed,
@@ -24,6 +25,7 @@ from ubunye_dagster.sensor import (
     build_drift_sensor,
     build_reproducibility_checks,
 )
+from ubunye_dagster.wrapped_io_manager import ReceiptIOManager, with_receipts
 
 __all__ = [
     "CHECK_NAME",
@@ -37,11 +39,14 @@ __all__ = [
     "ExpectationError",
     "ExpectationFailed",
     "Receipt",
+    "ReceiptIOManager",
     "UbunyeIOManager",
     "UbunyeResource",
     "UnverifiedReadError",
     "build_drift_sensor",
+    "build_expectation_checks",
     "build_reproducibility_checks",
     "validate_declared_expectations",
     "with_error_records",
+    "with_receipts",
 ]

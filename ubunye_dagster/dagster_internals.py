@@ -349,3 +349,23 @@ def step_resource(context: dg.InputContext | dg.OutputContext, resource_key: str
     except Exception:  # a context built outside a run has no step
         return None
     return getattr(resources, resource_key, None)
+
+
+def report_check_evaluations(
+    step_context: StepExecutionContext, evaluations: list[dg.AssetCheckEvaluation]
+) -> int:
+    """Log check evaluations from inside the step (an IO manager cannot yield them), each only
+    when its check is declared in the step's job; returns how many were logged.
+
+    ``DagsterEvent.asset_check_evaluation`` stores the event as it is built, so it is kept even
+    when the step then fails.
+    """
+    from dagster._core.events import DagsterEvent
+
+    declared = step_context.job_def.asset_layer.asset_graph.asset_check_keys
+    logged = 0
+    for evaluation in evaluations:
+        if evaluation.asset_check_key in declared:
+            DagsterEvent.asset_check_evaluation(step_context, evaluation)
+            logged += 1
+    return logged

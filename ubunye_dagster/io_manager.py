@@ -9,6 +9,7 @@ writes the same path as a folder of part files.
 from __future__ import annotations
 
 import collections.abc
+import contextlib
 import os
 import re
 import time
@@ -25,6 +26,7 @@ from ubunye_core.record import StepRecord
 from ubunye_core.sketch import combined_input_step
 from ubunye_core.store import encode_name
 from ubunye_dagster import dagster_internals as internals
+from ubunye_dagster.expectation_checks import evaluation_metadata
 from ubunye_dagster.expectations import (
     ExpectationFailed,
     Rule,
@@ -223,6 +225,8 @@ class UbunyeIOManager(dg.ConfigurableIOManager):
             except BaseException as exc:
                 write.discard()
                 target.record_failure(session, write, transform, exc)
+                if isinstance(exc, ExpectationFailed) and context.has_asset_key:
+                    report_refused_write(context, exc)
                 raise
             record_path, keys = target.record_success(session, write, transform)
         write.log_broken_warnings(context)
@@ -269,17 +273,18 @@ class UbunyeIOManager(dg.ConfigurableIOManager):
             pairs = write.staged.schema_pairs()
         except Exception:  # a type rows-v1 has no name for; the hash error already says so
             pairs = None
-        context.add_output_metadata(
-            output_metadata(
-                target.open_record.record,
-                write.output_step(),
-                record_path=record_path,
-                input_asset_keys=input_asset_keys,
-                schema_pairs=pairs,
-                partition_key=target.partition_key,
-                expectation_results=write.results,
-            )
+        metadata = output_metadata(
+            target.open_record.record,
+            write.output_step(),
+            record_path=record_path,
+            input_asset_keys=input_asset_keys,
+            schema_pairs=pairs,
+            partition_key=target.partition_key,
+            expectation_results=write.results,
         )
+        # Keys the storage already stated (a wrapped IO manager's row count) keep its value.
+        logged = context.get_logged_metadata()
+        context.add_output_metadata({k: v for k, v in metadata.items() if k not in logged})
         if write.fp.data_hash is not None and context.has_asset_key:
             # The materialisation's data version is its content: identical rows keep
             # downstream assets fresh, changed rows make them stale.
@@ -380,7 +385,7 @@ class UbunyeIOManager(dg.ConfigurableIOManager):
                 fp,
                 name=name,
                 direction="input",
-                format=loaded.format,
+                format=handler.storage,
                 location=str(path),
                 hash_seconds=seconds,
                 hash_basis=loaded.hash_basis,
@@ -392,14 +397,14 @@ class UbunyeIOManager(dg.ConfigurableIOManager):
             step = StepRecord(
                 name=name,
                 direction="input",
-                format=loaded.format,
+                format=handler.storage,
                 location=str(path),
                 source_note="not hashed: hash_inputs is off",
             )
         session.add_input(
             LoadedInput(step=step, asset_key=asset_text, input_name=context.name),
             read_seconds=round(loaded.read_seconds, 6),
-            reader=f"{handler.kind}-{loaded.format}",
+            reader=f"{handler.kind}-{handler.storage}",
         )
         if mismatch is not None:
             raise UnverifiedReadError(mismatch)
@@ -482,6 +487,8 @@ class _Target:
     ) -> tuple[str, dict[str, str | None]]:
         """Close the record ``success`` with its output; returns its path and the inputs' keys."""
         self.open_record.record.backend = write.handler.backend
+        with contextlib.suppress(Exception):  # a type rows-v1 has no name for: no schema facet
+            self.open_record.schemas[("output", write.step_name)] = write.staged.schema_pairs()
         keys = session.fill(
             self.open_record,
             self.inputs,
@@ -550,7 +557,7 @@ class _Write:
         seconds = self.staged.write_watch.seconds if self.staged is not None else 0.0
         if not committed and not seconds:
             return [transform]
-        step = f"Writer:{self.handler.kind}-{self.staged.format}"
+        step = f"Writer:{self.handler.kind}-{self.handler.storage}"
         return [transform, {"step": step, "output": self.step_name, "seconds": round(seconds, 6)}]
 
     def output_step(self) -> StepRecord:
@@ -592,6 +599,24 @@ def _add_combined_input(
         )
 
 
+def report_refused_write(context: dg.OutputContext, refusal: ExpectationFailed) -> None:
+    """The broken ``fail`` rules as failed blocking checks: the step fails, so the checks' own
+    step never runs to report them (see ``expectation_checks``)."""
+    evaluations = [
+        dg.AssetCheckEvaluation(
+            asset_key=context.asset_key,
+            check_name=entry["rule"],
+            passed=False,
+            metadata=evaluation_metadata(entry),
+            severity=dg.AssetCheckSeverity.ERROR,
+            blocking=True,
+            description="broken: the write was refused and the previous data stays in place",
+        )
+        for entry in refusal.broken
+    ]
+    internals.report_check_evaluations(context.step_context, evaluations)
+
+
 def _stored_writer(path: Any) -> str | None:
     """Who wrote the materialisation at ``path`` (from its sidecar or Parquet footer)."""
     return arrow_files.stored_writer_notes(path).get(WRITER_KEY)
@@ -601,8 +626,23 @@ def _recorded_digest(
     context: dg.InputContext, asset_key: dg.AssetKey | None, partition_key: str | None
 ) -> tuple[str | None, str]:
     """The ``ubunye/data_hash`` of the asset's (partition's) latest materialisation in Dagster."""
-    if asset_key is None:
+    latest = latest_materialisation(context, asset_key, partition_key)
+    materialization = latest.asset_materialization if latest is not None else None
+    value = materialization.metadata.get(DATA_HASH) if materialization else None
+    digest = getattr(value, "value", value)
+    if not digest:
         return None, ""
+    return str(
+        digest
+    ), f"Dagster's materialisation of {asset_key.to_user_string()} (run {latest.run_id})"
+
+
+def latest_materialisation(
+    context: dg.InputContext, asset_key: dg.AssetKey | None, partition_key: str | None
+) -> dg.EventLogRecord | None:
+    """The asset's (partition's) latest materialisation in Dagster, if it can be asked."""
+    if asset_key is None:
+        return None
     try:
         records = context.instance.fetch_materializations(
             dg.AssetRecordsFilter(
@@ -612,14 +652,5 @@ def _recorded_digest(
             limit=1,
         ).records
     except Exception:  # an instance that cannot be asked (a context built in a test)
-        return None, ""
-    if not records:
-        return None, ""
-    materialization = records[0].asset_materialization
-    value = materialization.metadata.get(DATA_HASH) if materialization else None
-    digest = getattr(value, "value", value)
-    if not digest:
-        return None, ""
-    return str(
-        digest
-    ), f"Dagster's materialisation of {asset_key.to_user_string()} (run {records[0].run_id})"
+        return None
+    return records[0] if records else None

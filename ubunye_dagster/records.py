@@ -22,6 +22,7 @@ from ubunye_core.record import RunRecord, StepRecord
 from ubunye_core.store import LineageStore, task_name_for_key
 from ubunye_dagster.identity import RecordIdentity, check_usecase, record_run_id
 from ubunye_dagster.masking import mask_error, mask_tags
+from ubunye_dagster.openlineage import send_finished_record
 
 ENGINE_NAME = "ubunye-dagster"
 
@@ -91,10 +92,19 @@ class OpenRecord:
     asset_key: str | None = None
     #: Set once the record has its final status.
     closed: bool = False
+    #: Columns of the record's steps, ``(direction, step name) -> [(column, type)]``, for lineage.
+    schemas: dict[tuple[str, str], list[tuple[str, str]]] = field(default_factory=dict)
+    #: Set once the finished record's OpenLineage events were handed to the client.
+    lineage_sent: bool = False
 
     def save(self) -> str:
-        """Write the record (atomically) and return its path."""
-        return str(self.store.save(self.record))
+        """Write the record (atomically) and return its path; the first save of a finished
+        record also emits its OpenLineage events (when OpenLineage is configured)."""
+        path = str(self.store.save(self.record))
+        if self.record.status != "running" and not self.lineage_sent:
+            self.lineage_sent = True
+            send_finished_record(self.record, path, self.schemas)
+        return path
 
     def saved(self) -> bool:
         """True when a record of this identity is in the store already."""

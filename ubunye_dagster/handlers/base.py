@@ -84,6 +84,21 @@ class StagedWrite(ABC):
         return None
 
 
+class RowsOf:
+    """A staged write whose rows' hash, schema and rule counts are those of ``self.rows``."""
+
+    rows: Any
+
+    def fingerprint(self) -> Fingerprint:
+        return self.rows.fingerprint()
+
+    def schema_pairs(self) -> list[tuple[str, str]]:
+        return self.rows.schema_pairs()
+
+    def rule_counter(self) -> RuleCounter:
+        return self.rows.rule_counter()
+
+
 @dataclass
 class LoadedFrame:
     """One stored materialisation loaded for a step: the frame and how to hash what was read."""
@@ -104,8 +119,6 @@ class LoadedFrame:
     #: False when this reader's hash may legitimately differ from the writer's (another engine
     #: reads some types differently); then only a schema-level match is held against the writer.
     same_rules_as_writer: bool = True
-    #: What the data is stored as (the step's ``format``).
-    format: str = "parquet"
     #: The version that was read (a Delta table version), for the step's ``source_version``.
     source_version: dict[str, Any] | None = None
 
@@ -117,6 +130,8 @@ class FrameHandler(ABC):
     kind: ClassVar[str]
     #: The record's ``backend`` for steps that write with this handler.
     backend: ClassVar[str]
+    #: What the data is stored as, for the record's ``format`` and the timing names.
+    storage: ClassVar[str] = "parquet"
 
     @abstractmethod
     def accepts_type(self, cls: type) -> bool:

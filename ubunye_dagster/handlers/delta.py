@@ -108,6 +108,8 @@ class DeltaStagedWrite(ArrowStagedWrite):
 class DeltaHandler(FrameHandler):
     """One Arrow-backed frame library (pandas, pyarrow, polars) stored as Delta tables."""
 
+    storage = "delta"
+
     def __init__(self, inner: ArrowBackedHandler, storage_options: Mapping[str, Any]):
         self.inner = inner
         self.kind = inner.kind
@@ -153,7 +155,6 @@ class DeltaHandler(FrameHandler):
             writer=writer,
             stored_data_hash=notes.get(DATA_HASH_KEY),
             stored_schema_hash=notes.get(SCHEMA_HASH_KEY),
-            format="delta",
             source_version={"kind": "delta", "version": version, "predicate": predicate},
         )
 

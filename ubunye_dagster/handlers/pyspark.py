@@ -27,6 +27,7 @@ from ubunye_dagster.handlers.base import (
     WRITER_KEY,
     FrameHandler,
     LoadedFrame,
+    RowsOf,
     StagedWrite,
     type_is,
 )
@@ -130,7 +131,28 @@ class SparkRuleCounter:
         return int(row["n"] or 0)
 
 
-class SparkStagedWrite(StagedWrite):
+class SparkRows:
+    """A Spark DataFrame's rows for the receipt: hashed once, their schema, their rule counts."""
+
+    def __init__(self, df: Any):
+        self.df = df
+        self._fingerprint: Fingerprint | None = None
+
+    def fingerprint(self) -> Fingerprint:
+        if self._fingerprint is None:
+            self._fingerprint = fingerprint(self.df)
+        return self._fingerprint
+
+    def schema_pairs(self) -> list[tuple[str, str]]:
+        return spark_schema_pairs(self.df)
+
+    def rule_counter(self) -> RuleCounter:
+        # The hash already counted the rows: no second Spark job for the total.
+        total = self._fingerprint.row_count if self._fingerprint is not None else None
+        return SparkRuleCounter(self.df, dict(self.schema_pairs()), total)
+
+
+class SparkStagedWrite(RowsOf, StagedWrite):
     """Rows Spark has written under a hidden folder beside the target, read back for the hash.
 
     The rows go to ``<hidden folder>/<target name>``: Spark ignores a path whose own name starts
@@ -154,20 +176,7 @@ class SparkStagedWrite(StagedWrite):
         except BaseException:
             self.discard()  # a job that failed midway leaves part files in the staging folder
             raise
-        self._fingerprint: Fingerprint | None = None
-
-    def fingerprint(self) -> Fingerprint:
-        if self._fingerprint is None:
-            self._fingerprint = fingerprint(self.written)
-        return self._fingerprint
-
-    def schema_pairs(self) -> list[tuple[str, str]]:
-        return spark_schema_pairs(self.written)
-
-    def rule_counter(self) -> RuleCounter:
-        # The hash already counted the rows: no second Spark job for the total.
-        total = self._fingerprint.row_count if self._fingerprint is not None else None
-        return SparkRuleCounter(self.written, dict(self.schema_pairs()), total)
+        self.rows = SparkRows(self.written)
 
     def commit(self, notes: Mapping[str, str]) -> None:
         with self.write_watch.timing():

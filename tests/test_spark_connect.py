@@ -1,0 +1,45 @@
+"""The Spark hash and the Spark IO-manager tests pass against a local Spark Connect server too.
+
+One Python process cannot hold a classic and a Connect session (a Connect session switches
+pyspark's functions to Connect for the whole process), so these modules run again in a second
+pytest with ``--spark-connect``: one local Connect server for that session (tests/conftest.py).
+The hash tests compare every Spark digest with the Arrow path's and the reference's, so passing
+there means Connect gives the same digests as the classic session.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.spark
+
+ROOT = Path(__file__).resolve().parent.parent
+CONNECT_MODULES = [
+    "tests/test_spark_rows_v1.py",
+    "tests/test_spark_conformance.py",
+    "tests/test_spark_io_manager.py",
+]
+
+
+def test_the_spark_hash_and_io_manager_tests_pass_on_spark_connect(tmp_path):
+    pytest.importorskip("pyspark")
+    report = tmp_path / "connect.xml"
+    command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--spark-connect"]
+    command += [f"--junitxml={report}", "-W", "ignore::FutureWarning", *CONNECT_MODULES]
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]),
+    }
+    run = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=900)
+
+    suite = ET.parse(report).getroot().find("testsuite")
+    counts = {key: int(suite.get(key)) for key in ("tests", "failures", "errors", "skipped")}
+    assert run.returncode == 0, run.stdout[-6000:] + run.stderr[-2000:]
+    assert counts["failures"] == counts["errors"] == 0
+    assert counts["tests"] - counts["skipped"] >= 50, counts  # the modules ran, not skipped

@@ -1,0 +1,31 @@
+"""OpenLineage events for each finished run record, when the OpenLineage client is installed
+(extra ``openlineage``) and configured; see ``ubunye_core.openlineage_events`` and
+docs/openlineage.md."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping, Sequence
+
+from ubunye_core.record import RunRecord
+
+try:
+    from ubunye_core import openlineage_events
+except ImportError:  # the openlineage extra is not installed: no events, nothing to configure
+    openlineage_events = None
+
+log = logging.getLogger(__name__)
+
+
+def send_finished_record(
+    record: RunRecord,
+    record_path: str,
+    schemas: Mapping[tuple[str, str], Sequence[tuple[str, str]]] | None = None,
+) -> int:
+    """Emit the record's START and COMPLETE/FAIL events; 0 when the client is not installed or
+    not configured. A backend that cannot be reached is logged as a warning, never raised."""
+    if openlineage_events is None:
+        return 0
+    return openlineage_events.emit_run_events(
+        record, record_path=record_path, schemas=schemas, warn=log.warning
+    )
