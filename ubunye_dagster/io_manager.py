@@ -311,21 +311,25 @@ class UbunyeIOManager(dg.ConfigurableIOManager):
     ) -> Any:
         if not context.has_asset_key:
             identifier = context.upstream_output.get_identifier()
-            path = self._op_path(identifier), self._table_path(identifier)
-            return self._load_one(context, session, path, context.name, None, None, wanted)
+            path, table = self._op_path(identifier), self._table_path(identifier)
+            return self._load_one(context, session, path, context.name, None, None, wanted, table)
         asset_key = context.asset_key
-        table_path = self._table_path(asset_key.path)
+        table = self._table_path(asset_key.path)
         if not context.has_asset_partitions:
-            path = self._asset_path(asset_key, None), table_path
-            return self._load_one(context, session, path, context.name, asset_key, None, wanted)
+            path = self._asset_path(asset_key, None)
+            return self._load_one(
+                context, session, path, context.name, asset_key, None, wanted, table
+            )
         keys = list(context.asset_partition_keys)
         allow_missing = bool(context.definition_metadata.get("allow_missing_partitions", False))
         frames: dict[str, Any] = {}
         for key in keys:
             name = context.name if len(keys) == 1 else f"{context.name}[{key}]"
-            path = self._asset_path(asset_key, key), table_path
+            path = self._asset_path(asset_key, key)
             try:
-                frames[key] = self._load_one(context, session, path, name, asset_key, key, wanted)
+                frames[key] = self._load_one(
+                    context, session, path, name, asset_key, key, wanted, table
+                )
             except FileNotFoundError:
                 if not allow_missing:
                     raise
@@ -344,11 +348,10 @@ class UbunyeIOManager(dg.ConfigurableIOManager):
         return handler_for_kind(self.handlers(), writer) or self.handlers()[0]
 
     def _read(
-        self, context: dg.InputContext, paths: tuple[Any, Any], partition_key: Any, wanted: Any
+        self, context: dg.InputContext, path: Any, table_path: Any, partition_key: Any, wanted: Any
     ) -> tuple[FrameHandler, LoadedFrame, Any]:
         """The stored frame, its handler and where it was: the Delta table's latest version
-        when there is one at the table path, else the Parquet at the path."""
-        path, table_path = paths
+        when there is one at ``table_path``, else what is at ``path``."""
         if table_path is not None and is_delta_table(table_path):
             handler = handler_for_type(self.handlers(), wanted) if wanted is not None else None
             if handler is None:
@@ -367,13 +370,14 @@ class UbunyeIOManager(dg.ConfigurableIOManager):
         self,
         context: dg.InputContext,
         session: StepSession,
-        paths: tuple[Any, Any],
+        path: Any,
         name: str,
         asset_key: dg.AssetKey | None,
         partition_key: str | None,
         wanted: Any,
+        table_path: Any = None,
     ) -> Any:
-        handler, loaded, path = self._read(context, paths, partition_key, wanted)
+        handler, loaded, path = self._read(context, path, table_path, partition_key, wanted)
         mismatch = None
         asset_text = "/".join(asset_key.path) if asset_key is not None else None
         resource = self.resource
