@@ -1,22 +1,29 @@
 """What the receipt costs: materialise a 1,000,000-row pandas asset with UbunyeIOManager and with
 a plain Parquet UPathIOManager, in one process, alternating, and print medians and ratios.
 
-    python bench/io_manager_bench.py [--rows 1000000] [--repeats 5]
+    python bench/io_manager_bench.py [--rows 1000000] [--repeats 5] [--parts]
 
-Two measurements per IO manager, each a whole `dagster.materialize` call on one ephemeral
-instance: "write" materialises the big asset (build nothing, store it: the Ubunye side also hashes
-the rows and saves the record); "read" materialises a small downstream asset that loads the big one
-(the Ubunye side also hashes the input and checks it against the recorded digest).
+Each measurement is a whole `dagster.materialize` call on one ephemeral instance: "write"
+materialises the big asset (build nothing, store it: the Ubunye side also hashes the rows, digests
+the stored bytes and saves the record); "read" materialises a small downstream asset that loads
+the big one (the Ubunye side digests the stored bytes beside the decode and, when they match the
+recorded byte digest, takes the recorded rows-v1 digest); "read, rows" does the same read with
+`verify_reads="rows"` (the rows hashed and checked on every read). The plain Parquet write of the
+same table is also timed on its own, for the write's floor: the plain materialisation with its
+Parquet write replaced by the hash. The exit status is 1 when a read's digest differs from the
+written one.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
+import platform
 import statistics
 import sys
 import tempfile
 import time
-from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 
 import dagster as dg
@@ -80,14 +87,56 @@ def bench_assets(frame: pd.DataFrame) -> list[dg.AssetsDefinition]:
     return [big, summary]
 
 
+def machine() -> str:
+    """CPU model, SHA-NI, usable cores and hash threads: the line every bench starts with."""
+    from ubunye_core.byte_digest import DEFAULT_ALGORITHM
+    from ubunye_core.hashing.lanes import hash_threads
+
+    model, sha_ni = platform.processor() or "unknown CPU", False
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as info:
+            text = info.read()
+        model = next(
+            (line.split(":", 1)[1].strip() for line in text.splitlines() if "model name" in line),
+            model,
+        )
+        sha_ni = " sha_ni" in text
+    except OSError:
+        pass
+    return (
+        f"{model}, SHA-NI {'yes' if sha_ni else 'no'}, {len(os.sched_getaffinity(0))} usable "
+        f"cores, {hash_threads()} hash threads, byte digest {DEFAULT_ALGORITHM}, "
+        f"Python {platform.python_version()}"
+    )
+
+
+def timed_plain_write(frame: pd.DataFrame, path: Path) -> float:
+    """Seconds of the plain Parquet write alone (the frame converted first, untimed)."""
+    table = pa.Table.from_pandas(frame, preserve_index=False)
+    started = time.perf_counter()
+    pq.write_table(table, str(path))
+    return time.perf_counter() - started
+
+
+def read_digest(result: dg.ExecuteInProcessResult) -> tuple[str | None, str | None]:
+    """The input ``big`` as the reading step recorded it: (data hash, hash basis)."""
+    from ubunye_core.record import RunRecord
+
+    (event,) = result.get_asset_materialization_events()
+    path = event.materialization.metadata["ubunye/record_path"].value
+    with open(path, encoding="utf-8") as handle:
+        step = RunRecord.from_json(handle.read()).step("big", "input")
+    return step.data_hash, step.hash_basis
+
+
 def timed_materialise(
     assets: list[dg.AssetsDefinition],
     selection: list[dg.AssetsDefinition],
     io_manager: dg.ConfigurableIOManager | dg.IOManager,
     instance: dg.DagsterInstance,
-) -> tuple[float, float | None]:
-    """Seconds for one `materialize` of `selection`, and the hash seconds its receipt reports
-    (None without a receipt); raises if the run failed."""
+) -> tuple[float, float | None, dg.ExecuteInProcessResult]:
+    """Seconds for one `materialize` of `selection`, the hash seconds its receipt reports
+    (None without a receipt), and the result; raises if the run failed."""
     started = time.perf_counter()
     result = dg.materialize(
         assets,
@@ -101,61 +150,205 @@ def timed_materialise(
         raise RuntimeError("bench run failed")
     (event,) = result.get_asset_materialization_events()
     hashed = event.materialization.metadata.get("ubunye/hash_seconds")
-    return elapsed, (float(hashed.value) if hashed is not None else None)
+    return elapsed, (float(hashed.value) if hashed is not None else None), result
+
+
+def ubunye_manager(root: Path, verify_reads: str = "fail") -> dg.ConfigurableIOManager:
+    """UbunyeIOManager storing under ``root`` (both read settings share the stored data)."""
+    from ubunye_dagster import UbunyeIOManager, UbunyeResource
+
+    return UbunyeIOManager(
+        base_path=str(root / "ubunye" / "data"),
+        ubunye=UbunyeResource(usecase_dir=str(root / "ubunye"), verify_reads=verify_reads),
+    )
+
+
+def measure(frame: pd.DataFrame, repeats: int) -> tuple[dict[str, list[float]], list[str]]:
+    """Alternate the IO managers ``repeats`` times after one warm-up; returns the seconds of each
+    measurement and a line for every read whose digest is not the written one."""
+    assets = bench_assets(frame)
+    times: dict[str, list[float]] = {}
+    wrong: list[str] = []
+    with tempfile.TemporaryDirectory() as folder, dg.DagsterInstance.ephemeral() as instance:
+        root = Path(folder)
+        for repeat in range(repeats + 1):
+            sample: dict[str, float] = {}
+            rounds = [
+                partial(plain_round, assets, root, instance, sample),
+                partial(ubunye_round, assets, root, instance, sample, wrong),
+                partial(plain_write_round, frame, root, sample),
+            ]
+            for run in rounds if repeat % 2 == 0 else reversed(rounds):
+                run()
+            if repeat > 0:  # the first round warms up: imports, first Parquet writer, caches
+                for key, seconds in sample.items():
+                    times.setdefault(key, []).append(seconds)
+    return times, wrong
+
+
+def plain_write_round(frame: pd.DataFrame, root: Path, sample: dict[str, float]) -> None:
+    """The plain Parquet write alone, then the hash the IO manager runs, alone."""
+    sample["plain write"] = timed_plain_write(frame, root / "plain.parquet")
+    sample["hash alone"] = timed_hash_alone(frame, sample)
+
+
+def timed_hash_alone(frame: pd.DataFrame, sample: dict[str, float]) -> float:
+    """Seconds of rows-v1 over the frame's Arrow table as the IO manager hashes it (converted
+    first, untimed), nothing else running; its digest goes in ``sample`` as its key."""
+    from ubunye_dagster.handlers import arrow_files
+
+    table = pa.Table.from_pandas(frame, preserve_index=False)
+    started = time.perf_counter()
+    fp = arrow_files.fingerprint_stored(table, "pandas")
+    seconds = time.perf_counter() - started
+    sample[f"digest alone:{fp.data_hash}"] = 0.0
+    return seconds
+
+
+def plain_round(assets, root: Path, instance, sample: dict[str, float]) -> None:
+    """Write and read through the plain Parquet UPathIOManager."""
+    big, summary = assets
+    manager = ParquetBaselineIOManager(base_path=UPath(root / "baseline"))
+    sample["parquet write"], _, _ = timed_materialise(assets, [big], manager, instance)
+    sample["parquet read"], _, _ = timed_materialise(assets, [summary], manager, instance)
+
+
+def ubunye_round(assets, root: Path, instance, sample: dict[str, float], wrong: list) -> None:
+    """Write through UbunyeIOManager, then read it with the byte proof and with rows hashed."""
+    big, summary = assets
+    write, hashed, written = timed_materialise(assets, [big], ubunye_manager(root), instance)
+    (event,) = written.get_asset_materialization_events()
+    digest = event.materialization.metadata["ubunye/data_hash"].value
+    sample["ubunye write"], sample["hash"] = write, hashed or 0.0
+    sample[f"digest written:{digest}"] = 0.0
+    for label, setting in (("read", "fail"), ("read, rows", "rows")):
+        manager = ubunye_manager(root, setting)
+        sample[f"ubunye {label}"], _, result = timed_materialise(
+            assets, [summary], manager, instance
+        )
+        seen, basis = read_digest(result)
+        sample[f"basis {label}:{basis}"] = 0.0
+        if seen != digest:
+            wrong.append(f"{label}: read {seen} ({basis}), written {digest}")
+
+
+def measure_parts(frame: pd.DataFrame, repeats: int) -> None:
+    """The read and write parts outside Dagster, alternating, medians: what the byte digest and
+    the overlap cost on their own (``--parts``)."""
+    import hashlib
+
+    import blake3
+
+    from ubunye_dagster.handlers import arrow_files
+
+    table = pa.Table.from_pandas(frame, preserve_index=False)
+    with tempfile.TemporaryDirectory() as folder:
+        root = Path(folder)
+        stored = UPath(root / "stored.parquet")
+        pq.write_table(table, str(stored))
+        data = stored.read_bytes()
+
+        def staged_write(hash_first: bool) -> None:
+            if hash_first:
+                arrow_files.fingerprint_stored(table, "pandas")
+            staged = arrow_files.StagedParquetFile(table, UPath(root / "staged.parquet"))
+            if not hash_first:
+                arrow_files.fingerprint_stored(table, "pandas")
+            staged.finish({"ubunye.writer": "pandas"})
+
+        parts = {
+            "read: pq.read_table(path).to_pandas()": lambda: pq.read_table(str(stored)).to_pandas(),
+            "read: bytes in memory, blake3 in a thread beside the decode": lambda: (
+                arrow_files.read_stored(stored, "blake3").table.to_pandas()
+            ),
+            "read: bytes in memory, no digest": lambda: arrow_files.read_stored(
+                stored, None
+            ).table.to_pandas(),
+            "digest of the file: blake3": lambda: blake3.blake3(data).digest(),
+            "digest of the file: hashlib sha256": lambda: hashlib.sha256(data).digest(),
+            "write: rows-v1 alone": lambda: arrow_files.fingerprint_stored(table, "pandas"),
+            "write: pq.write_table alone": lambda: pq.write_table(table, str(root / "p.parquet")),
+            "write: rows-v1, then the staged file": lambda: staged_write(True),
+            "write: the staged file in a thread beside rows-v1": lambda: staged_write(False),
+        }
+        times: dict[str, list[float]] = {name: [] for name in parts}
+        for repeat in range(repeats + 1):
+            for name in parts if repeat % 2 == 0 else reversed(list(parts)):
+                started = time.perf_counter()
+                parts[name]()
+                if repeat:
+                    times[name].append(time.perf_counter() - started)
+    print(f"parts ({len(data) / 1e6:.1f} MB Parquet file), medians of {repeats}:")
+    for name, values in times.items():
+        print(f"  {name:<62} {statistics.median(values):6.3f}s")
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Build the table, alternate the two IO managers `repeats` times, print medians and ratios."""
+    """Build the table, alternate the IO managers `repeats` times, print medians and ratios."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rows", type=int, default=1_000_000)
     parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument(
+        "--parts", action="store_true", help="time the read and write parts outside Dagster"
+    )
     args = parser.parse_args(argv)
 
-    from ubunye_dagster import UbunyeIOManager, UbunyeResource
-
     frame = seven_column_table(args.rows)
-    assets = bench_assets(frame)
-    big, summary = assets
-    with tempfile.TemporaryDirectory() as folder, dg.DagsterInstance.ephemeral() as instance:
-        root = Path(folder)
-        managers: dict[str, Callable[[], dg.ConfigurableIOManager | dg.IOManager]] = {
-            "parquet": lambda: ParquetBaselineIOManager(base_path=UPath(root / "baseline")),
-            "ubunye": lambda: UbunyeIOManager(
-                base_path=str(root / "ubunye" / "data"),
-                ubunye=UbunyeResource(usecase_dir=str(root / "ubunye")),
-            ),
-        }
-        times: dict[tuple[str, str], list[float]] = {}
-        for repeat in range(args.repeats + 1):
-            order = list(managers) if repeat % 2 == 0 else list(reversed(managers))
-            for name in order:
-                manager = managers[name]()
-                write, hashed = timed_materialise(assets, [big], manager, instance)
-                read, _ = timed_materialise(assets, [summary], manager, instance)
-                if repeat == 0:
-                    continue  # warm-up: imports, first Parquet writer, caches
-                times.setdefault((name, "write"), []).append(write)
-                times.setdefault((name, "read"), []).append(read)
-                if hashed is not None:
-                    times.setdefault((name, "hash"), []).append(hashed)
-
+    if args.parts:
+        print(machine())
+        measure_parts(frame, args.repeats)
+        return 0
+    times, wrong = measure(frame, args.repeats)
+    med = {key: statistics.median(values) for key, values in times.items()}
+    print(machine())
     print(
         f"{args.rows:,} rows x {frame.shape[1]} columns, {args.repeats} alternating repeats "
         f"(after one warm-up), medians of whole materialize() calls:"
     )
-    for step in ("write", "read"):
-        base = statistics.median(times[("parquet", step)])
-        ours = statistics.median(times[("ubunye", step)])
+    for label, base, ours in (
+        ("write", "parquet write", "ubunye write"),
+        ("read", "parquet read", "ubunye read"),
+        ("read, rows", "parquet read", "ubunye read, rows"),
+    ):
         print(
-            f"  {step:<5}  parquet UPathIOManager {base:6.3f}s   UbunyeIOManager {ours:6.3f}s   "
-            f"ratio {ours / base:4.2f}x   (+{ours - base:.3f}s)"
+            f"  {label:<10}  parquet UPathIOManager {med[base]:6.3f}s   UbunyeIOManager "
+            f"{med[ours]:6.3f}s   ratio {med[ours] / med[base]:4.2f}x   "
+            f"(+{med[ours] - med[base]:.3f}s)"
         )
-    if times.get(("ubunye", "hash")):
-        print(
-            f"  of which hashing the written rows (ubunye/hash_seconds, median): "
-            f"{statistics.median(times[('ubunye', 'hash')]):.3f}s"
-        )
-    return 0
+    floor = med["parquet write"] - med["plain write"] + med["hash alone"]
+    print(
+        f"  rows-v1 of the table alone: {med['hash alone']:.3f}s (inside the write, beside the "
+        f"Parquet encoding: {med['hash']:.3f}s); the plain Parquet write alone: "
+        f"{med['plain write']:.3f}s"
+    )
+    print(
+        f"  write floor (plain materialise - its Parquet write + the hash alone): {floor:.3f}s; "
+        f"UbunyeIOManager write {med['ubunye write'] / floor:4.2f}x the floor "
+        f"(overhead beyond the hash {100 * (med['ubunye write'] / floor - 1):+.0f}%)"
+    )
+    outside = med["ubunye write"] - med["hash"]
+    floor_inside = floor - med["hash alone"] + med["hash"]
+    print(
+        f"  UbunyeIOManager write outside its hash: {outside:.3f}s against "
+        f"{med['parquet write'] - med['plain write']:.3f}s of the plain materialise outside its "
+        f"Parquet write ({100 * (med['ubunye write'] / floor_inside - 1):+.0f}% over the floor "
+        "taken with the hash as timed inside the write)"
+    )
+    digests = {key.split(":", 1)[1] for key in times if key.startswith("digest ")}
+    if len(digests) != 1:
+        wrong.append(f"written and hashed alone: {sorted(digests)}")
+    bases = sorted({key.split(":", 1)[1] for key in times if key.startswith("basis read:")})
+    rows_bases = sorted(
+        {key.split(":", 1)[1] for key in times if key.startswith("basis read, rows:")}
+    )
+    print(
+        f"  digests equal (written, hashed alone, read back): {'yes' if not wrong else 'NO'} "
+        f"(hash_basis of the read: {', '.join(bases)}; with verify_reads='rows': "
+        f"{', '.join(rows_bases)})"
+    )
+    for line in wrong:
+        print(f"  DIFFERENT {line}")
+    return 1 if wrong else 0
 
 
 if __name__ == "__main__":

@@ -449,7 +449,7 @@ def test_an_unsafe_usecase_is_refused_when_the_resource_is_built():
 
 @pytest.mark.parametrize("value", ["warning", "strict", ""])
 def test_a_verify_reads_value_that_is_not_a_choice_is_refused_naming_the_choices(value):
-    with pytest.raises(ValueError, match=r"(?s)verify_reads.*'fail', 'warn' or 'off'"):
+    with pytest.raises(ValueError, match=r"(?s)verify_reads.*'fail', 'warn', 'off' or 'rows'"):
         UbunyeResource(verify_reads=value)
 
 

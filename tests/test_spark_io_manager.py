@@ -288,3 +288,40 @@ def test_a_spark_asset_loads_into_pandas_and_keeps_its_digest(tmp_path, spark, s
     assert read.data_hash == written.data_hash
     assert read.source_note.startswith("verified")
     assert record.outputs[0].data_hash == written.data_hash
+
+
+def test_a_spark_folder_read_back_unchanged_is_proven_by_its_part_files(tmp_path, spark):
+    import fsspec
+    from pyspark.sql import DataFrame
+
+    from ubunye_core.byte_digest import folder_digest
+
+    @dg.asset(ins={"spark_people": dg.AssetIn(dagster_type=DataFrame)})
+    def spark_again(pyspark: PySparkResource, spark_people):
+        return spark_people.filter("id > 1")
+
+    @dg.asset
+    def pandas_again(spark_people: pd.DataFrame) -> pd.DataFrame:
+        return spark_people
+
+    assets = [spark_people, spark_again, pandas_again]
+    result = dg.materialize(assets, resources=resources(tmp_path, spark))
+
+    written = record_of(tmp_path, "spark_people", result.run_id).outputs[0]
+    folder = tmp_path / "data" / "spark_people.parquet"
+    assert written.stored_bytes_hash() == folder_digest(fsspec.filesystem("file"), str(folder))
+    for reader in ("spark_again", "pandas_again"):
+        [read] = record_of(tmp_path, reader, result.run_id).inputs
+        assert (read.hash_basis, read.data_hash) == ("stored-bytes", written.data_hash)
+    # One part file rewritten with other rows: the digests differ and the read fails.
+    part = sorted(folder.glob("part-*.parquet"))[-1]
+    spark.createDataFrame(TABLE.slice(0, 1)).coalesce(1).write.parquet(str(tmp_path / "other"))
+    part.write_bytes(next((tmp_path / "other").glob("part-*.parquet")).read_bytes())
+    for checksum in folder.glob(".*.crc"):  # as a tool other than Hadoop would leave it
+        checksum.unlink()
+    again = dg.materialize(
+        assets, selection=[spark_again], resources=resources(tmp_path, spark), raise_on_error=False
+    )
+    assert not again.success
+    [failure] = again.get_step_failure_events()
+    assert "UnverifiedReadError" in failure.step_failure_data.error.to_string()

@@ -19,11 +19,16 @@ from ubunye_core.hashing.digest import Fingerprint
 #: The layout this package writes.
 RECORD_VERSION = 2
 
-#: A step's extension field (beyond the reference's) holding its rows-v1 sketch, when kept.
+#: Where a step's data hash came from: the rows that were written, the frame computed again, or
+#: (an input) the digest recorded at write time, taken because the stored bytes still hash to the
+#: byte digest recorded with it.
+HASH_BASES = ("materialised", "recomputed", "stored-bytes")
+#: A step field the reference does not have (its reader drops it): the digest of the stored
+#: bytes (``ubunye_core.byte_digest``), written only when known.
+BYTES_HASH_FIELD = "bytes_hash"
+#: A step field the reference does not have (its reader drops it): the rows-v1 sketch
+#: (``ubunye_core.sketch``), written only when the hash kept one.
 SKETCH_FIELD = "sketch"
-
-#: Where a step's data hash came from: the rows that were written, or the frame computed again.
-HASH_BASES = ("materialised", "recomputed")
 
 _LIST_FIELDS = ("inputs", "outputs", "timings", "expectations", "llm_calls")
 _DICT_FIELDS = ("variables", "environment", "llm_budget")
@@ -72,9 +77,11 @@ class StepRecord(BaseModel):
         location: str = "",
         hash_seconds: float | None = None,
         hash_basis: str | None = None,
+        bytes_hash: str | None = None,
     ) -> StepRecord:
         """A step carrying ``fp``'s hashes, row count, method and error (a failure stays one),
-        and its sketch as the extension field ``sketch`` when the hash kept one."""
+        the stored bytes' digest when given, and the sketch as the extension field ``sketch``
+        when the hash kept one."""
         if hash_basis is not None and hash_basis not in HASH_BASES:
             raise ValueError(f"hash_basis must be one of {HASH_BASES} or None, not {hash_basis!r}")
         return cls(
@@ -89,8 +96,13 @@ class StepRecord(BaseModel):
             hash_error=fp.error,
             hash_seconds=hash_seconds,
             hash_basis=hash_basis,
+            **({BYTES_HASH_FIELD: bytes_hash} if bytes_hash is not None else {}),
             **({SKETCH_FIELD: fp.sketch.to_record()} if fp.sketch is not None else {}),
         )
+
+    def stored_bytes_hash(self) -> str | None:
+        """The stored bytes' digest recorded with this step, when there is one."""
+        return (self.model_extra or {}).get(BYTES_HASH_FIELD)
 
 
 class RunRecord(BaseModel):

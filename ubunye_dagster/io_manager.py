@@ -50,7 +50,8 @@ from ubunye_dagster.handlers.base import (
     StagedWrite,
 )
 from ubunye_dagster.handlers.delta import DeltaHandler, delta_handlers, delta_writer, is_delta_table
-from ubunye_dagster.metadata import DATA_HASH, EXPECTATIONS, output_metadata
+from ubunye_dagster.metadata import EXPECTATIONS, output_metadata
+from ubunye_dagster.recorded import RecordedOutput, recorded_output
 from ubunye_dagster.records import OpenRecord, close_record
 from ubunye_dagster.resource import UbunyeResource
 from ubunye_dagster.session import (
@@ -348,7 +349,13 @@ class UbunyeIOManager(dg.ConfigurableIOManager):
         return handler_for_kind(self.handlers(), writer) or self.handlers()[0]
 
     def _read(
-        self, context: dg.InputContext, path: Any, table_path: Any, partition_key: Any, wanted: Any
+        self,
+        context: dg.InputContext,
+        path: Any,
+        table_path: Any,
+        partition_key: Any,
+        wanted: Any,
+        digest_with: str | None,
     ) -> tuple[FrameHandler, LoadedFrame, Any]:
         """The stored frame, its handler and where it was: the Delta table's latest version
         when there is one at ``table_path``, else what is at ``path``."""
@@ -364,7 +371,7 @@ class UbunyeIOManager(dg.ConfigurableIOManager):
             loaded = handler.load_partition(table_path, context, wanted, partition_key)
             return handler, loaded, table_path
         handler = self._reader_for(path, wanted)
-        return handler, handler.load(path, context, wanted), path
+        return handler, handler.load(path, context, wanted, digest_with=digest_with), path
 
     def _load_one(
         self,
@@ -377,27 +384,18 @@ class UbunyeIOManager(dg.ConfigurableIOManager):
         wanted: Any,
         table_path: Any = None,
     ) -> Any:
-        handler, loaded, path = self._read(context, path, table_path, partition_key, wanted)
-        mismatch = None
-        asset_text = "/".join(asset_key.path) if asset_key is not None else None
         resource = self.resource
+        recorded = None
         if resource.hash_inputs:
-            started = time.perf_counter()
-            fp = loaded.fingerprint()
-            seconds = round(time.perf_counter() - started, 6)
-            step = StepRecord.from_fingerprint(
-                fp,
-                name=name,
-                direction="input",
-                format=handler.storage,
-                location=str(path),
-                hash_seconds=seconds,
-                hash_basis=loaded.hash_basis,
-            )
-            step.source_version = loaded.source_version
-            if resource.verify_reads != "off":
-                mismatch = self._verify(context, step, loaded, path, asset_key, partition_key)
-        else:
+            recorded = recorded_output(context, asset_key, partition_key)
+        by_bytes = recorded.bytes_algorithm() if recorded is not None else None
+        if resource.verify_reads == "rows":
+            by_bytes = None  # the rows are hashed on every read
+        handler, loaded, path = self._read(
+            context, path, table_path, partition_key, wanted, by_bytes
+        )
+        mismatch = None
+        if not resource.hash_inputs:
             step = StepRecord(
                 name=name,
                 direction="input",
@@ -405,6 +403,15 @@ class UbunyeIOManager(dg.ConfigurableIOManager):
                 location=str(path),
                 source_note="not hashed: hash_inputs is off",
             )
+        elif by_bytes and loaded.same_rules_as_writer and loaded.bytes_hash == recorded.bytes_hash:
+            step = recorded.proven_input(name, handler.storage, str(path), loaded.bytes_seconds)
+        else:
+            step, mismatch = self._hash_and_verify(
+                context, loaded, name, handler.storage, path, asset_key, recorded
+            )
+        if loaded.source_version is not None:
+            step.source_version = loaded.source_version
+        asset_text = "/".join(asset_key.path) if asset_key is not None else None
         session.add_input(
             LoadedInput(step=step, asset_key=asset_text, input_name=context.name),
             read_seconds=round(loaded.read_seconds, 6),
@@ -414,21 +421,52 @@ class UbunyeIOManager(dg.ConfigurableIOManager):
             raise UnverifiedReadError(mismatch)
         return loaded.frame
 
+    def _hash_and_verify(
+        self,
+        context: dg.InputContext,
+        loaded: LoadedFrame,
+        name: str,
+        storage: str,
+        path: Any,
+        asset_key: dg.AssetKey | None,
+        recorded: RecordedOutput | None,
+    ) -> tuple[StepRecord, str | None]:
+        """The input step from its rows, hashed now, and (unless verify_reads is off) the error
+        message when they differ from the recorded digest and the step must fail."""
+        started = time.perf_counter()
+        fp = loaded.fingerprint()
+        step = StepRecord.from_fingerprint(
+            fp,
+            name=name,
+            direction="input",
+            format=storage,
+            location=str(path),
+            hash_seconds=round(time.perf_counter() - started, 6),
+            hash_basis=loaded.hash_basis,
+            bytes_hash=loaded.bytes_hash,
+        )
+        if self.resource.verify_reads == "off":
+            return step, None
+        mismatch = self._verify(context, step, loaded, path, asset_key, recorded)
+        if loaded.bytes_hash is not None and step.source_note.startswith("verified"):
+            step.source_note += " (its stored bytes differ from those written, so rows were hashed)"
+        return step, mismatch
+
     def _verify(
         self,
         context: dg.InputContext,
         step: StepRecord,
-        loaded: Any,
+        loaded: LoadedFrame,
         path: Any,
         asset_key: dg.AssetKey | None,
-        partition_key: str | None,
+        recorded: RecordedOutput | None,
     ) -> str | None:
         """Hold the digest read against the one recorded when the data was written; returns the
         error message when the step must fail (the step record says what was found either way)."""
         if step.data_hash is None:  # nothing to hold against a record: Dagster is not asked
             step.source_note = f"not verified: the read could not be hashed ({step.hash_error})"
             return None
-        expected, source = _recorded_digest(context, asset_key, partition_key)
+        expected, source = (recorded.data_hash, recorded.source) if recorded else (None, "")
         if expected is None and loaded.stored_data_hash:
             expected, source = loaded.stored_data_hash, "the note stored with the file"
         if expected is None:
@@ -452,7 +490,7 @@ class UbunyeIOManager(dg.ConfigurableIOManager):
             "UbunyeResource(verify_reads='warn') to only warn)."
         )
         step.source_note = f"verification failed: {message}"
-        if self.resource.verify_reads == "fail":
+        if self.resource.verify_reads in ("fail", "rows"):
             return message
         context.log.warning(message)
         return None
@@ -574,6 +612,7 @@ class _Write:
             location=self.staged.location,
             hash_seconds=self.hash_seconds,
             hash_basis="materialised",
+            bytes_hash=self.staged.bytes_hash,
         )
         step.source_version = self.staged.source_version()
         return step
@@ -624,37 +663,3 @@ def report_refused_write(context: dg.OutputContext, refusal: ExpectationFailed) 
 def _stored_writer(path: Any) -> str | None:
     """Who wrote the materialisation at ``path`` (from its sidecar or Parquet footer)."""
     return arrow_files.stored_writer_notes(path).get(WRITER_KEY)
-
-
-def _recorded_digest(
-    context: dg.InputContext, asset_key: dg.AssetKey | None, partition_key: str | None
-) -> tuple[str | None, str]:
-    """The ``ubunye/data_hash`` of the asset's (partition's) latest materialisation in Dagster."""
-    latest = latest_materialisation(context, asset_key, partition_key)
-    materialization = latest.asset_materialization if latest is not None else None
-    value = materialization.metadata.get(DATA_HASH) if materialization else None
-    digest = getattr(value, "value", value)
-    if not digest:
-        return None, ""
-    return str(
-        digest
-    ), f"Dagster's materialisation of {asset_key.to_user_string()} (run {latest.run_id})"
-
-
-def latest_materialisation(
-    context: dg.InputContext, asset_key: dg.AssetKey | None, partition_key: str | None
-) -> dg.EventLogRecord | None:
-    """The asset's (partition's) latest materialisation in Dagster, if it can be asked."""
-    if asset_key is None:
-        return None
-    try:
-        records = context.instance.fetch_materializations(
-            dg.AssetRecordsFilter(
-                asset_key=asset_key,
-                asset_partitions=[partition_key] if partition_key is not None else None,
-            ),
-            limit=1,
-        ).records
-    except Exception:  # an instance that cannot be asked (a context built in a test)
-        return None
-    return records[0] if records else None

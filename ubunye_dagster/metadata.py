@@ -22,6 +22,9 @@ SCHEMA_HASH = "ubunye/schema_hash"
 ROW_COUNT = "dagster/row_count"
 HASH_METHOD = "ubunye/hash_method"
 HASH_SECONDS = "ubunye/hash_seconds"
+#: The digest of the stored bytes (``ubunye_core.byte_digest``): a read whose bytes still hash
+#: to it takes this materialisation's data hash without hashing the rows again.
+BYTES_HASH = "ubunye/bytes_hash"
 #: Present only when the hash failed; says why there is no data hash.
 HASH_ERROR = "ubunye/hash_error"
 CODE_HASH = "ubunye/code_hash"
@@ -120,6 +123,8 @@ def output_metadata(
     sketch = step_sketch(output)
     if sketch is not None:
         entries[SKETCH] = sketch.summary()
+    if output.stored_bytes_hash() is not None:
+        entries[BYTES_HASH] = output.stored_bytes_hash()
     if record.code_hash is not None:
         entries[CODE_HASH] = record.code_hash
     if record.environment_hash is not None:

@@ -71,10 +71,12 @@ class UbunyeResource(dg.ConfigurableResource):
         description="Hash every input as it is loaded (one more pass over each input). Off: "
         "inputs are recorded without hash or row count, and reads are not verified.",
     )
-    verify_reads: Literal["fail", "warn", "off"] = Field(
+    verify_reads: Literal["fail", "warn", "off", "rows"] = Field(
         default="fail",
         description="What a loaded input whose digest differs from the one recorded when it was "
-        "written does: fail the step, warn, or nothing.",
+        "written does: fail the step, warn, or nothing. With fail, warn and off, an input whose "
+        "stored bytes still hash to the byte digest recorded with it takes the recorded digest "
+        "without hashing its rows; rows: always hash the rows, and fail on a difference.",
     )
     code_folder: str | None = Field(
         default=None,

@@ -20,11 +20,12 @@ import dagster as dg
 from pydantic import PrivateAttr
 
 from ubunye_dagster.handlers import FrameHandler, LoadedFrame, StagedWrite, default_handlers
-from ubunye_dagster.handlers.arrow_backed import ArrowBackedHandler, ArrowStagedWrite
+from ubunye_dagster.handlers.arrow_backed import ArrowBackedHandler, ArrowRows
 from ubunye_dagster.handlers.base import RowsOf
 from ubunye_dagster.handlers.pyspark import SparkRows
-from ubunye_dagster.io_manager import UbunyeIOManager, latest_materialisation
+from ubunye_dagster.io_manager import UbunyeIOManager
 from ubunye_dagster.metadata import URI
+from ubunye_dagster.recorded import RecordedOutput, latest_materialisation
 from ubunye_dagster.resource import UbunyeResource
 
 
@@ -44,11 +45,11 @@ def stated_location(metadata: Mapping[str, Any]) -> str | None:
     return f"{kind}:{table}" if table and kind else table
 
 
-def rows_in_memory(handler: FrameHandler, obj: Any, location: str) -> Any:
+def rows_in_memory(handler: FrameHandler, obj: Any) -> Any:
     """A frame's rows as the hash and the rules see them (``fingerprint``, ``schema_pairs``,
     ``rule_counter``), without storing anything."""
     if isinstance(handler, ArrowBackedHandler):
-        return ArrowStagedWrite(handler.to_arrow(obj), location, handler.kind)
+        return ArrowRows(handler.to_arrow(obj), handler.kind)
     return SparkRows(obj)  # Spark: the DataFrame itself, hashed and counted where it lives
 
 
@@ -105,11 +106,18 @@ class InnerStorageHandler(FrameHandler):
         return self.frames.accepts_type(cls)
 
     def stage(self, obj: Any, path: Any, context: Any) -> StagedWrite:
-        rows = rows_in_memory(self.frames, obj, str(path))
+        rows = rows_in_memory(self.frames, obj)
         return HandOver(rows, self.inner, context, obj, str(path), self.storage)
 
-    def load(self, path: Preloaded, context: Any, as_type: type | None = None) -> LoadedFrame:
-        rows = rows_in_memory(self.frames, path.frame, path.location)
+    def load(
+        self,
+        path: Preloaded,
+        context: Any,
+        as_type: type | None = None,
+        digest_with: str | None = None,
+    ) -> LoadedFrame:
+        # The inner IO manager's storage has no bytes of ours to digest: rows are always hashed.
+        rows = rows_in_memory(self.frames, path.frame)
         return LoadedFrame(
             frame=path.frame,
             read_seconds=path.read_seconds,
@@ -199,14 +207,22 @@ class ReceiptIOManager(UbunyeIOManager):
             "cannot hash (pandas, pyarrow, polars or Spark frames)"
         )
 
-    def _verify(self, context, step, loaded, path, asset_key, partition_key) -> str | None:
+    def _verify(
+        self,
+        context: dg.InputContext,
+        step: Any,
+        loaded: LoadedFrame,
+        path: Any,
+        asset_key: dg.AssetKey | None,
+        recorded: RecordedOutput | None,
+    ) -> str | None:
         if not path.verifiable:
             step.source_note = (
                 "not verified: several partitions were loaded as one object, and each partition "
                 "has its own recorded digest"
             )
             return None
-        return super()._verify(context, step, loaded, path, asset_key, partition_key)
+        return super()._verify(context, step, loaded, path, asset_key, recorded)
 
 
 def with_receipts(

@@ -21,18 +21,18 @@ from ubunye_dagster.handlers.base import (
     WRITER_KEY,
     FrameHandler,
     LoadedFrame,
+    RowsOf,
     StagedWrite,
     type_is,
 )
 
 
-class ArrowStagedWrite(StagedWrite):
-    """An Arrow table waiting to be written as one Parquet file; hashed under ``writer``'s rules."""
+class ArrowRows:
+    """An Arrow table's rows as rows-v1 and the expectation rules see them, under ``writer``'s
+    rules (a pandas index, naive datetimes); the view is prepared once and shared."""
 
-    def __init__(self, table: Any, path: Any, writer: str):
-        super().__init__(location=str(path))
+    def __init__(self, table: Any, writer: str):
         self.table = table
-        self.path = path
         self.writer = writer
         self._fingerprint: Fingerprint | None = None
         self._view: Any = None
@@ -67,21 +67,37 @@ class ArrowStagedWrite(StagedWrite):
             kinds = {field.name: str(field.type) for field in table.schema}
         return ArrowRuleCounter(table, kinds)
 
+
+class ArrowStagedWrite(RowsOf, StagedWrite):
+    """An Arrow table being written as one Parquet file beside its target (in a thread, from
+    the moment it is staged, so the hash overlaps the encoding); hashed under ``writer``'s
+    rules, put in place by ``commit``."""
+
+    def __init__(self, table: Any, path: Any, writer: str):
+        super().__init__(location=str(path))
+        self.rows = ArrowRows(table, writer)
+        self.path = path
+        self._file = arrow_files.StagedParquetFile(table, path)
+
     def commit(self, notes: Mapping[str, str]) -> None:
-        with self.write_watch.timing():
-            notes = {**notes, **arrow_files.row_count_note(self.table)}
-            arrow_files.write_table_atomically(self.table, self.path, notes)
+        notes = {**notes, **arrow_files.row_count_note(self.rows.table)}
+        try:
+            self.bytes_hash = self._file.finish(notes)
+        finally:
+            self.write_watch.seconds += self._file.seconds
 
     def discard(self) -> None:
-        self.table = self._view = None  # nothing was written; only the memory is given back
+        self._file.abandon()
+        self.rows = ArrowRows(None, self.rows.writer)  # nothing was put in place: memory freed
 
 
-def load_arrow(path: Any, convert: Any) -> LoadedFrame:
-    """Read the Parquet at ``path`` as ``convert(table)``; it is hashed under its writer's rules."""
+def load_arrow(path: Any, convert: Any, digest_with: str | None = None) -> LoadedFrame:
+    """Read the Parquet at ``path`` as ``convert(table)``; it is hashed under its writer's rules.
+    With ``digest_with`` the stored bytes are digested too (beside the decode)."""
     started = time.perf_counter()
-    table = arrow_files.read_table(path)
-    notes = arrow_files.stored_notes(table, path)
-    table = arrow_files.with_noted_row_count(table, notes)
+    stored = arrow_files.read_stored(path, digest_with)
+    notes = stored.notes
+    table = arrow_files.with_noted_row_count(stored.table, notes)
     frame = convert(table)
     seconds = time.perf_counter() - started
     writer = notes.get(WRITER_KEY)
@@ -93,6 +109,8 @@ def load_arrow(path: Any, convert: Any) -> LoadedFrame:
         writer=writer,
         stored_data_hash=notes.get(DATA_HASH_KEY),
         stored_schema_hash=notes.get(SCHEMA_HASH_KEY),
+        bytes_hash=stored.bytes_hash,
+        bytes_seconds=stored.bytes_seconds,
     )
 
 
@@ -109,8 +127,10 @@ class ArrowBackedHandler(FrameHandler):
     def stage(self, obj: Any, path: Any, context: Any) -> StagedWrite:
         return ArrowStagedWrite(self.to_arrow(obj), path, writer=self.kind)
 
-    def load(self, path: Any, context: Any, as_type: type | None = None) -> LoadedFrame:
-        return load_arrow(path, lambda table: self.from_arrow(table, as_type))
+    def load(
+        self, path: Any, context: Any, as_type: type | None = None, digest_with: str | None = None
+    ) -> LoadedFrame:
+        return load_arrow(path, lambda table: self.from_arrow(table, as_type), digest_with)
 
     @abstractmethod
     def to_arrow(self, obj: Any) -> Any:

@@ -7,15 +7,22 @@ sees the old object or the new one, never part of one.
 
 from __future__ import annotations
 
-import io
+import contextlib
 import json
 import os
-from collections.abc import Mapping
+import threading
+import time
+from collections.abc import Callable, Mapping
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
+import fsspec
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from ubunye_core.byte_digest import bytes_digest, file_digest, folder_digest
 from ubunye_core.hashing import fingerprint, fingerprint_arrow
 from ubunye_core.hashing.fingerprint import failed_fingerprint
 from ubunye_core.staging import remove_dead_staging, staging_name
@@ -53,16 +60,16 @@ def staging_folder(path: Any) -> Any:
     return path.parent / staging_name("stage")
 
 
-def _write_parquet(table: pa.Table, sink: Any) -> None:
-    """Write ``table`` as Parquet to ``sink`` (a path or a file object)."""
-    pq.write_table(table, sink)
-
-
-def with_notes(table: pa.Table, notes: Mapping[str, str]) -> pa.Table:
-    """``table`` with ``notes`` added to its schema metadata (kept in the Parquet footer)."""
-    metadata = dict(table.schema.metadata or {})
-    metadata.update({key.encode(): str(value).encode() for key, value in notes.items()})
-    return table.replace_schema_metadata(metadata)
+def _write_parquet(table: pa.Table, sink: Any) -> pq.ParquetWriter:
+    """Write ``table``'s rows as Parquet to ``sink`` (a local path or an Arrow output stream);
+    returns the writer, still open, so notes can join the footer once they are known."""
+    writer = pq.ParquetWriter(sink, table.schema)
+    try:
+        writer.write_table(table)
+    except BaseException:
+        writer.close()
+        raise
+    return writer
 
 
 #: Footer note of a table with rows but no columns: Parquet keeps no rows without a column, so
@@ -118,29 +125,79 @@ def replace_local(staged: str, final: str) -> None:
         os.replace(staged, final)
 
 
-def write_table_atomically(table: pa.Table, path: Any, notes: Mapping[str, str]) -> None:
-    """Write ``table`` as one Parquet file at ``path``; a failure leaves the previous one intact."""
-    table = with_notes(table, notes)
-    if is_local(path):
-        final = str(path)
-        os.makedirs(os.path.dirname(final), exist_ok=True)
-        staged = str(temporary_sibling(path))
+class StagedParquetFile:
+    """One Parquet file written in a thread beside its target (locally under a hidden name, for an
+    object store in memory), so hashing the rows overlaps encoding them. ``finish`` adds the notes
+    to the footer, digests the bytes and moves the file into place atomically; ``abandon`` leaves
+    nothing behind.
+
+    The encoder writes to a native sink, never through Python, so it never waits for the GIL the
+    row hash holds; the bytes are digested once closed (locally from the page cache, which costs
+    less than a Python sink's GIL hand-offs: see bench/README.md).
+    """
+
+    def __init__(self, table: pa.Table, path: Any):
+        self.path = path
+        self.staged: str | None = None
+        if is_local(path):
+            os.makedirs(os.path.dirname(str(path)), exist_ok=True)
+            self.staged = str(temporary_sibling(path))
+            self._sink: Any = self.staged
+        else:
+            self._sink = pa.BufferOutputStream()
+        self._writer: pq.ParquetWriter | None = None
+        self._error: BaseException | None = None
+        #: Seconds spent writing (in the thread, then finishing).
+        self.seconds = 0.0
+        self._thread = threading.Thread(target=self._write_rows, args=(table,), daemon=True)
+        self._thread.start()
+
+    def _write_rows(self, table: pa.Table) -> None:
+        started = time.perf_counter()
         try:
-            _write_parquet(table, staged)
-            replace_local(staged, final)
-        except BaseException:
-            if os.path.exists(staged):
-                os.remove(staged)
-            raise
-        sweep_dead_staging(path)
-        return
-    buffer = io.BytesIO()
-    _write_parquet(table, buffer)
+            self._writer = _write_parquet(table, self._sink)
+        except BaseException as exc:  # raised again by finish, in the caller's thread
+            self._error = exc
+        finally:
+            self.seconds += time.perf_counter() - started
+
+    def finish(self, notes: Mapping[str, str]) -> str:
+        """Close the file with ``notes`` in its footer and put it in place; returns its digest."""
+        self._thread.join()
+        started = time.perf_counter()
+        if self._error is not None:
+            raise self._error
+        self._writer.add_key_value_metadata({key: str(value) for key, value in notes.items()})
+        self._writer.close()
+        self._writer = None
+        if self.staged is not None:
+            digest = file_digest(fsspec.filesystem("file"), self.staged)
+            replace_local(self.staged, str(self.path))
+            sweep_dead_staging(self.path)
+        else:
+            data = self._sink.getvalue()
+            digest = bytes_digest(data)
+            _put_object(self.path, data.to_pybytes())
+        self.seconds += time.perf_counter() - started
+        return digest
+
+    def abandon(self) -> None:
+        """Stop here: nothing is put in place and the staged file is removed."""
+        self._thread.join()
+        with contextlib.suppress(Exception):  # a writer that failed may not close cleanly
+            if self._writer is not None:
+                self._writer.close()
+        if self.staged is not None and os.path.exists(self.staged):
+            os.remove(self.staged)
+
+
+def _put_object(path: Any, data: bytes) -> None:
+    """Store ``data`` at ``path`` on an object store in one put (replacing a Spark folder)."""
     fs = path.fs
     if fs.exists(path.path) and fs.isdir(path.path):
         fs.rm(path.path, recursive=True)  # an earlier folder-shaped (Spark) materialisation
     fs.makedirs(path.parent.path, exist_ok=True)
-    fs.pipe_file(path.path, buffer.getvalue())
+    fs.pipe_file(path.path, data)
 
 
 def sweep_dead_staging(path: Any) -> list[str]:
@@ -152,20 +209,60 @@ def sweep_dead_staging(path: Any) -> list[str]:
         return []
 
 
-def read_table(path: Any) -> pa.Table:
-    """The Parquet file, or folder of part files, at ``path`` as one Arrow table."""
-    if is_local(path):
-        if not os.path.exists(str(path)):
-            raise FileNotFoundError(f"no materialisation at {path}")
-        return pq.read_table(str(path))
-    if not path.fs.exists(path.path):
+@dataclass
+class StoredTable:
+    """A stored materialisation read as one Arrow table, with what its writer left beside it."""
+
+    table: pa.Table
+    #: The writer's notes (Parquet footer, or a folder's sidecar).
+    notes: dict[str, str]
+    #: The digest of the stored bytes, when asked for (``ubunye_core.byte_digest``).
+    bytes_hash: str | None = None
+    #: Seconds the byte digest took, in a thread beside the decode.
+    bytes_seconds: float = 0.0
+
+
+def _timed(compute: Callable[[], str]) -> tuple[str, float]:
+    started = time.perf_counter()
+    return compute(), time.perf_counter() - started
+
+
+def read_stored(path: Any, digest_with: str | None = None) -> StoredTable:
+    """The Parquet file, or folder of part files, at ``path`` as one table with its notes; with
+    ``digest_with`` (an algorithm) also the digest of its bytes, hashed while Arrow decodes.
+
+    A file is read into memory once: the digest and the decode share those bytes.
+    """
+    local = is_local(path)
+    fs = fsspec.filesystem("file") if local else path.fs
+    native = native_path(path)
+    if not fs.exists(native):
         raise FileNotFoundError(f"no materialisation at {path}")
-    return pq.read_table(path.path, filesystem=path.fs)
+    folder = fs.isdir(native)
+    if folder:
+        digest = partial(folder_digest, fs, native, digest_with or "")
+    else:
+        data = fs.cat_file(native)
+        digest = partial(bytes_digest, data, digest_with or "")
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        pending = pool.submit(_timed, digest) if digest_with else None
+        if folder:
+            table = pq.read_table(native, filesystem=None if local else fs)
+            notes = read_sidecar(path)
+        else:
+            table = pq.read_table(pa.BufferReader(data))
+            notes = _footer_notes(pq.read_metadata(pa.BufferReader(data)))
+        bytes_hash, seconds = pending.result() if pending is not None else (None, 0.0)
+    return StoredTable(table, notes, bytes_hash, seconds)
 
 
-def stored_notes(table: pa.Table, path: Any) -> dict[str, str]:
-    """What the writer left beside the data: Parquet footer metadata, or a folder's sidecar."""
-    return footer_notes(table.schema) or read_sidecar(path)
+def _footer_notes(metadata: pq.FileMetaData) -> dict[str, str]:
+    """The writer's notes among a Parquet file's key-value metadata (the ``ubunye.`` keys)."""
+    return {
+        key.decode(): value.decode()
+        for key, value in (metadata.metadata or {}).items()
+        if key.startswith(b"ubunye.")
+    }
 
 
 def read_sidecar(path: Any) -> dict[str, str]:
@@ -214,13 +311,11 @@ def stored_writer_notes(path: Any) -> dict[str, str]:
     if notes:
         return notes
     try:
-        import pyarrow.parquet as pq
-
         if is_local(path):
-            schema = pq.read_schema(str(path))
+            metadata = pq.read_metadata(str(path))
         else:
             with path.fs.open(path.path, "rb") as handle:
-                schema = pq.read_schema(handle)
+                metadata = pq.read_metadata(handle)
     except Exception:  # a folder without sidecar, or not Parquet: nothing is known
         return {}
-    return footer_notes(schema)
+    return _footer_notes(metadata)

@@ -57,6 +57,8 @@ class StagedWrite(ABC):
     def __init__(self, location: str):
         self.location = location
         self.write_watch = Stopwatch()
+        #: The digest of the stored bytes (``ubunye_core.byte_digest``), known once committed.
+        self.bytes_hash: str | None = None
 
     @abstractmethod
     def fingerprint(self) -> Fingerprint:
@@ -119,6 +121,10 @@ class LoadedFrame:
     #: False when this reader's hash may legitimately differ from the writer's (another engine
     #: reads some types differently); then only a schema-level match is held against the writer.
     same_rules_as_writer: bool = True
+    #: The digest of the stored bytes as read, when the load was asked for one.
+    bytes_hash: str | None = None
+    #: Seconds that digest took (beside the decode, not after it).
+    bytes_seconds: float = 0.0
     #: The version that was read (a Delta table version), for the step's ``source_version``.
     source_version: dict[str, Any] | None = None
 
@@ -146,5 +152,8 @@ class FrameHandler(ABC):
         """Prepare ``obj`` to be written at ``path`` (a UPath); nothing is visible there yet."""
 
     @abstractmethod
-    def load(self, path: Any, context: Any, as_type: type | None = None) -> LoadedFrame:
-        """Read the materialisation at ``path`` as this handler's frame (``as_type`` when given)."""
+    def load(
+        self, path: Any, context: Any, as_type: type | None = None, digest_with: str | None = None
+    ) -> LoadedFrame:
+        """Read the materialisation at ``path`` as this handler's frame (``as_type`` when given);
+        with ``digest_with`` (a byte digest algorithm) also digest the stored bytes."""

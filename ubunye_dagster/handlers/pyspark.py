@@ -14,6 +14,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager, suppress
 from typing import Any
 
+from ubunye_core.byte_digest import bytes_digest, folder_digest
 from ubunye_core.hashing import fingerprint
 from ubunye_core.hashing.digest import Fingerprint
 from ubunye_core.hashing.spark import spark_schema_pairs
@@ -180,6 +181,7 @@ class SparkStagedWrite(RowsOf, StagedWrite):
 
     def commit(self, notes: Mapping[str, str]) -> None:
         with self.write_watch.timing():
+            self.bytes_hash = folder_digest(self.staged.fs, arrow_files.native_path(self.staged))
             sidecar = self.staged / SIDECAR_NAME
             sidecar.write_text(json.dumps(dict(notes), sort_keys=True))
             if arrow_files.is_local(self.path):
@@ -213,7 +215,9 @@ class SparkHandler(FrameHandler):
     def stage(self, obj: Any, path: Any, context: Any) -> StagedWrite:
         return SparkStagedWrite(obj, path)
 
-    def load(self, path: Any, context: Any, as_type: type | None = None) -> LoadedFrame:
+    def load(
+        self, path: Any, context: Any, as_type: type | None = None, digest_with: str | None = None
+    ) -> LoadedFrame:
         spark = session_for(context, self.resource_key)
         started = time.perf_counter()
         if arrow_files.is_local(path) and not path.exists():
@@ -225,6 +229,7 @@ class SparkHandler(FrameHandler):
         notes = arrow_files.stored_writer_notes(path)
         seconds = time.perf_counter() - started
         writer = notes.get(WRITER_KEY)
+        bytes_hash, bytes_seconds = stored_bytes_digest(path, digest_with)
         return LoadedFrame(
             frame=df,
             read_seconds=seconds,
@@ -234,4 +239,21 @@ class SparkHandler(FrameHandler):
             stored_data_hash=notes.get(DATA_HASH_KEY),
             stored_schema_hash=notes.get(SCHEMA_HASH_KEY),
             same_rules_as_writer=writer in (None, "spark"),
+            bytes_hash=bytes_hash,
+            bytes_seconds=bytes_seconds,
         )
+
+
+def stored_bytes_digest(path: Any, algorithm: str | None) -> tuple[str | None, float]:
+    """The digest of the stored file or folder at ``path`` and its seconds; (None, 0) when no
+    algorithm is asked for. Spark reads lazily, so this is taken when the step loads the input."""
+    if algorithm is None:
+        return None, 0.0
+    started = time.perf_counter()
+    fs = path.fs
+    native = arrow_files.native_path(path)
+    if fs.isdir(native):
+        digest = folder_digest(fs, native, algorithm)
+    else:
+        digest = bytes_digest(fs.cat_file(native), algorithm)
+    return digest, time.perf_counter() - started
