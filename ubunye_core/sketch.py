@@ -182,6 +182,28 @@ def step_sketch(step: Any) -> Sketch | None:
     return sketch if sketch.data_hash() == digest else None
 
 
+def recorded_sketch(record_path: str | None, data_hash: str) -> dict[str, Any] | None:
+    """The stored form of the sketch a run record (a local path or fsspec URL) kept for its
+    output of digest ``data_hash``; None when the record, the output or the sketch is missing."""
+    import json
+
+    from upath import UPath
+
+    from ubunye_core.record import SKETCH_FIELD
+
+    if not record_path:
+        return None
+    try:
+        document = json.loads(UPath(str(record_path)).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    for step in document.get("outputs") or []:
+        mine = isinstance(step, Mapping) and step.get("data_hash") == data_hash
+        if mine and step_sketch(step) is not None:
+            return dict(step[SKETCH_FIELD])
+    return None
+
+
 def sorted_schema(schema: Iterable[Sequence[str]]) -> tuple[tuple[str, str], ...]:
     """Schema pairs as a sketch keeps them: ``(name, type)`` tuples sorted by name."""
     return tuple(sorted((str(name), str(kind)) for name, kind in schema))

@@ -96,6 +96,18 @@ def inputs_summary(
     }
 
 
+def _extension_entries(output: StepRecord) -> dict[str, Any]:
+    """The step's fields beyond the reference's, as metadata: the stored bytes' digest and one
+    line on the sketch (the sketch itself stays in the run record)."""
+    entries: dict[str, Any] = {}
+    sketch = step_sketch(output)
+    if sketch is not None:
+        entries[SKETCH] = sketch.summary()
+    if output.stored_bytes_hash() is not None:
+        entries[BYTES_HASH] = output.stored_bytes_hash()
+    return entries
+
+
 def output_metadata(
     record: RunRecord,
     output: StepRecord,
@@ -120,11 +132,7 @@ def output_metadata(
         entries[HASH_SECONDS] = dg.MetadataValue.float(float(output.hash_seconds))
     if output.hash_error is not None:
         entries[HASH_ERROR] = output.hash_error
-    sketch = step_sketch(output)
-    if sketch is not None:
-        entries[SKETCH] = sketch.summary()
-    if output.stored_bytes_hash() is not None:
-        entries[BYTES_HASH] = output.stored_bytes_hash()
+    entries.update(_extension_entries(output))
     if record.code_hash is not None:
         entries[CODE_HASH] = record.code_hash
     if record.environment_hash is not None:

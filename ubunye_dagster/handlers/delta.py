@@ -24,13 +24,14 @@ from ubunye_core.delta import (
     write_delta,
 )
 from ubunye_dagster.handlers import arrow_files
-from ubunye_dagster.handlers.arrow_backed import ArrowBackedHandler, ArrowStagedWrite
+from ubunye_dagster.handlers.arrow_backed import ArrowBackedHandler, ArrowRows
 from ubunye_dagster.handlers.base import (
     DATA_HASH_KEY,
     SCHEMA_HASH_KEY,
     WRITER_KEY,
     FrameHandler,
     LoadedFrame,
+    RowsOf,
     StagedWrite,
 )
 
@@ -61,7 +62,7 @@ def partition_predicate(metadata: Mapping[str, Any], partition_key: Any) -> str 
     return equals_predicate(expr, str(partition_key))
 
 
-class DeltaStagedWrite(ArrowStagedWrite):
+class DeltaStagedWrite(RowsOf, StagedWrite):
     """An Arrow table waiting to become the next version of a Delta table (or of its partition)."""
 
     format = "delta"
@@ -74,9 +75,10 @@ class DeltaStagedWrite(ArrowStagedWrite):
         predicate: str | None,
         storage_options: Mapping[str, Any],
     ):
+        super().__init__(location=str(path))
         # Delta keeps no pandas metadata: an unnamed index is not stored, as rows-v1 ignores it.
         table = arrow_files.without_index_columns(table).replace_schema_metadata(None)
-        super().__init__(table, path, writer)
+        self.rows = ArrowRows(table, writer)
         self.predicate = predicate
         self.storage_options = dict(storage_options)
         self.version: int | None = None
@@ -85,13 +87,16 @@ class DeltaStagedWrite(ArrowStagedWrite):
     def commit(self, notes: Mapping[str, str]) -> None:
         with self.write_watch.timing():
             self.version = write_delta(
-                self.table,
+                self.rows.table,
                 self.location,
                 predicate=self.predicate,
                 notes=notes,
                 storage_options=self.storage_options,
             )
         self.committed_at = datetime.now(timezone.utc).isoformat()
+
+    def discard(self) -> None:
+        self.rows = ArrowRows(None, self.rows.writer)  # nothing was written: memory freed
 
     def source_version(self) -> dict[str, Any] | None:
         """What the step records as its source version: the Delta version this write made."""
