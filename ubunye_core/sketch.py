@@ -195,7 +195,7 @@ def recorded_sketch(record_path: str | None, data_hash: str) -> dict[str, Any] |
         return None
     try:
         document = json.loads(UPath(str(record_path)).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+    except Exception:  # unreadable here (another store's credentials, say): no sketch, no harm
         return None
     for step in document.get("outputs") or []:
         mine = isinstance(step, Mapping) and step.get("data_hash") == data_hash
