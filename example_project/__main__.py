@@ -1,4 +1,5 @@
-"""`python -m example_project`: materialise every asset, then print one asset's lineage trace."""
+"""`python -m example_project`: materialise every asset, raise some prices, then print one
+asset's lineage trace and the rows the price rise changed."""
 
 from __future__ import annotations
 
@@ -9,7 +10,14 @@ import time
 from pathlib import Path
 
 from example_project.paths import OPENLINEAGE_CONFIG, PROJECT_DIR, data_dir, example_home
-from example_project.run import TRACED_ASSET, materialise_all, open_instance, trace_command
+from example_project.run import (
+    TRACED_ASSET,
+    diff_command,
+    materialise_all,
+    open_instance,
+    raise_prices,
+    trace_command,
+)
 from ubunye_core.cli import main as ubunye_dagster_cli
 
 
@@ -31,6 +39,7 @@ def main() -> int:
     print(f"Materialising the example shop into {home} ...", flush=True)
     with open_instance() as instance:
         results = materialise_all(home, instance, report=lambda line: print(line, flush=True))
+        results.append(raise_prices(home, instance, report=lambda line: print(line, flush=True)))
     materialised = sum(len(result.get_asset_materialization_events()) for result in results)
     print(
         f"\n{materialised} materialisations in {len(results)} runs "
@@ -39,7 +48,11 @@ def main() -> int:
     )
     arguments = trace_command(home, TRACED_ASSET)
     print(f"$ ubunye-dagster {shlex.join(arguments)}")
-    return ubunye_dagster_cli(arguments)
+    code = ubunye_dagster_cli(arguments)
+    # Which rows the price rise changed (exit status 1: the versions differ, as it should).
+    arguments = diff_command(home)
+    print(f"\n$ ubunye-dagster {shlex.join(arguments)}")
+    return code if ubunye_dagster_cli(arguments) == 1 else 1
 
 
 if __name__ == "__main__":

@@ -24,6 +24,8 @@ USECASE = "example_shop"
 MAIN_JOB = "all_assets"
 #: The partitioned asset alone, for the other days.
 DAILY_JOB = "daily_orders"
+#: The Delta-stored price list alone, to materialise a price rise.
+PRICE_JOB = "price_list"
 
 #: The drift sensor's name and how often the daemon runs it.
 DRIFT_SENSOR = "ubunye_drift_sensor"
@@ -44,10 +46,10 @@ ASSETS = with_error_records(dg.load_assets_from_modules([raw, sales, customers, 
 
 def build_definitions(home: Path) -> dg.Definitions:
     """Definitions whose data lives in `<home>/data` and records in `<home>/.ubunye/lineage`."""
-    io_manager = UbunyeIOManager(
-        base_path=str(data_dir(home)),
-        ubunye=UbunyeResource(usecase_dir=str(home), usecase=USECASE),
-    )
+    ubunye = UbunyeResource(usecase_dir=str(home), usecase=USECASE)
+    io_manager = UbunyeIOManager(base_path=str(data_dir(home)), ubunye=ubunye)
+    # `sales/price_list` keeps every materialisation as a Delta table version.
+    delta_io_manager = UbunyeIOManager(base_path=str(data_dir(home)), ubunye=ubunye, format="delta")
     # Each `ubunye/expectations` rule is an asset check, evaluated in the run that writes the
     # asset. The jobs leave the reproducibility checks out: the drift sensor reports those.
     expectation_checks = build_expectation_checks(ASSETS)
@@ -56,6 +58,9 @@ def build_definitions(home: Path) -> dg.Definitions:
     main_job = dg.define_asset_job(MAIN_JOB, selection=everything)
     daily_job = dg.define_asset_job(
         DAILY_JOB, selection=dg.AssetSelection.assets(sales.daily_orders).without_checks()
+    )
+    price_job = dg.define_asset_job(
+        PRICE_JOB, selection=dg.AssetSelection.assets(sales.price_list).without_checks()
     )
     drift_sensor = build_drift_sensor(
         ASSETS,
@@ -67,8 +72,12 @@ def build_definitions(home: Path) -> dg.Definitions:
         assets=ASSETS,
         asset_checks=[*expectation_checks, *reproducibility_checks],
         sensors=[drift_sensor],
-        jobs=[main_job, daily_job],
-        resources={"io_manager": io_manager, "pyspark": PySparkResource(spark_config=SPARK_CONFIG)},
+        jobs=[main_job, daily_job, price_job],
+        resources={
+            "io_manager": io_manager,
+            "delta_io_manager": delta_io_manager,
+            "pyspark": PySparkResource(spark_config=SPARK_CONFIG),
+        },
         # One process per run: the Spark steps share one JVM instead of starting one each.
         executor=dg.in_process_executor,
     )

@@ -8,12 +8,21 @@ from pathlib import Path
 
 import dagster as dg
 
-from example_project.definitions import DAILY_JOB, MAIN_JOB, USECASE, build_definitions
+from example_project.definitions import (
+    DAILY_JOB,
+    MAIN_JOB,
+    PRICE_JOB,
+    USECASE,
+    build_definitions,
+)
 
 #: The days the quick start materialises: the first with the main job, the others alone.
 DAYS = ("2024-01-01", "2024-01-02", "2024-01-03")
 #: The asset whose trace the quick start prints.
 TRACED_ASSET = "sales/order_lines"
+#: The Delta-stored asset whose row diff the quick start prints, and the price rise it makes.
+DIFFED_ASSET = "sales/price_list"
+PRICE_RISE = {"rise_category": "books", "rise_percent": 10.0}
 #: Dagster's console logger at WARNING: the quick start prints one line per run instead.
 QUIET = {"loggers": {"console": {"config": {"log_level": "WARNING"}}}}
 
@@ -50,3 +59,22 @@ def open_instance() -> dg.DagsterInstance:
 def trace_command(home: Path, asset: str = TRACED_ASSET) -> list[str]:
     """The `ubunye-dagster` arguments that print the latest trace of `asset`."""
     return ["lineage", "trace", "-d", str(home), "-u", USECASE, "--asset", asset]
+
+
+def raise_prices(
+    home: Path, instance: dg.DagsterInstance, report: Callable[[str], None] = lambda line: None
+) -> dg.ExecuteInProcessResult:
+    """Materialise the price list again with a price rise: a new version of its Delta table."""
+    job = build_definitions(home).resolve_job_def(PRICE_JOB)
+    config = {**QUIET, "ops": {"sales__price_list": {"config": PRICE_RISE}}}
+    result = job.execute_in_process(instance=instance, run_config=config)
+    report(f"run {result.run_id[:8]} {PRICE_JOB}: {DIFFED_ASSET} with {PRICE_RISE}")
+    return result
+
+
+def diff_command(home: Path, asset: str = DIFFED_ASSET) -> list[str]:
+    """The `ubunye-dagster` arguments that print which rows the latest run of `asset` changed."""
+    return [
+        "lineage", "diff", "-d", str(home), "-u", USECASE, "--asset", asset,
+        "--key", "product_id", "--limit", "3",
+    ]  # fmt: skip

@@ -17,6 +17,7 @@ ASSET_GROUPS = {
     "raw/products": "raw",
     "sales/order_lines": "sales",
     "sales/daily_orders": "sales",
+    "sales/price_list": "sales",
     "customers/customer_stats": "customers",
     "customers/country_revenue": "customers",
     "spark/order_lines": "spark",

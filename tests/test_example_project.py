@@ -119,7 +119,8 @@ def test_the_example_shows_the_checks_and_writes_openlineage_events_to_a_file(
     lines = (home / ".ubunye" / "openlineage_events.jsonl").read_text().splitlines()
     events = [json.loads(line) for line in lines]
     completed = {e["job"]["name"]: e for e in events if e["eventType"] == "COMPLETE"}
-    assert len(events) == 2 * len(completed) == 8  # raw's three outputs and order_lines
+    # raw's three outputs, order_lines and (stored as Delta) price_list
+    assert len(events) == 2 * len(completed) == 10
     (written,) = completed["sales/sales.order_lines"]["outputs"]
     assert written["facets"]["version"]["datasetVersion"] == order_lines["ubunye/data_hash"]
 

@@ -272,8 +272,11 @@ def test_several_upstream_partitions_load_as_a_dict_and_each_is_recorded(tmp_pat
     result = run([readings, all_readings], tmp_path, instance=instance, selection=[all_readings])
 
     record = record_of(tmp_path, "dagster/default/all_readings", result.run_id)
-    assert [step.name for step in record.inputs] == [f"readings[2024-01-0{d}]" for d in range(1, 5)]
-    assert all(step.row_count == 2 and step.data_hash for step in record.inputs)
+    days = [f"readings[2024-01-0{d}]" for d in range(1, 5)]
+    # Each partition, then their digests combined under the input's own name (issue 11).
+    assert [step.name for step in record.inputs] == [*days, "readings"]
+    assert all(step.row_count == 2 and step.data_hash for step in record.inputs[:4])
+    assert record.inputs[4].row_count == 8
     assert record.outputs[0].row_count == 8
     assert set(metadata_of(result, "all_readings")["ubunye/inputs"]) == {
         step.name for step in record.inputs

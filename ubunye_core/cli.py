@@ -40,6 +40,7 @@ from ubunye_core.cli_render import (
 from ubunye_core.compare import compare
 from ubunye_core.drift import DEFAULT_FLAG_REASONS, DRIFT_REASONS, judge_records, partition_of
 from ubunye_core.record import RunRecord
+from ubunye_core.row_report import ReportError, output_step
 from ubunye_core.staging import DEFAULT_STALE_AFTER, dead_staging_entries, remove_dead_staging
 from ubunye_core.store import (
     LINEAGE_SUBDIR,
@@ -54,6 +55,14 @@ DEFAULT_LINEAGE_DIR = "/".join(LINEAGE_SUBDIR)
 
 class CliError(Exception):
     """A problem to report as one line, without a traceback."""
+
+    exit_code = 1
+
+
+class DiffTrouble(CliError):
+    """A diff that could not be made: exit 2, as ``diff`` does (1 means different)."""
+
+    exit_code = 2
 
 
 def _print_json(document: Any) -> None:
@@ -380,6 +389,94 @@ def reindex_command(usecase_dir: str, lineage_dir: str, as_json: bool, full: boo
         click.echo(reindex_text(report, store.root))
 
 
+@lineage.command("diff")
+@_selected
+@click.argument("paths", nargs=-1)
+@click.option("--run-id1", default=None, help="Run A (default: the newest run's predecessor).")
+@click.option("--run-id2", default=None, help="Run B (default: the newest run).")
+@click.option("--output", "output", default=None, help="The output to compare (when several).")
+@click.option("--key", default=None, help="Key columns 'a,b': report rows changed by key.")
+@click.option("--limit", default=10, show_default=True, help="Rows shown of each kind.")
+def diff_command(
+    selection: Selection,
+    paths: tuple[str, ...],
+    run_id1: str | None,
+    run_id2: str | None,
+    output: str | None,
+    key: str | None,
+    limit: int,
+) -> int:
+    """Which rows changed between two runs of an asset (or two stored PATH_A PATH_B): rows
+    removed and added, or with --key rows changed. Exit 0 equal, 1 different, 2 trouble."""
+    from ubunye_core.row_report import diff_versions, path_version, recorded_version
+
+    try:
+        if paths and len(paths) != 2:
+            raise CliError("give two stored paths PATH_A PATH_B, or an asset's runs")
+        if paths:
+            before, after = path_version(paths[0]), path_version(paths[1])
+        else:
+            a, b = _two_runs(selection, run_id1, run_id2)
+            pair = earlier_first(a, b)
+            before, after = (recorded_version(r, output_step(r, output)) for r in pair)
+        columns = [name.strip() for name in key.split(",") if name.strip()] if key else None
+        report = diff_versions(before, after, key=columns)
+    except (CliError, ReportError, LineageStoreError, ValueError, OSError) as exc:
+        raise DiffTrouble(str(exc)) from exc
+    selection.print(report.to_dict(limit), "\n".join(report.lines(limit)))
+    return 0 if report.equal else 1
+
+
+@lineage.command("digest")
+@_selected
+@click.option("--output", "output", default=None, help="The output to combine (when several).")
+def digest_command(selection: Selection, output: str | None) -> None:
+    """The rows-v1 digest of a whole (partitioned) asset: the newest successful run of each
+    partition, combined from the run records alone."""
+    from ubunye_core.row_report import asset_digest, latest_partition_digests
+
+    task_path = selection.task_path()
+    parts = latest_partition_digests(selection.store, task_path, output)
+    fp = asset_digest(parts)
+    used = [
+        {"partition": p.partition, "run_id": p.run_id, "data_hash": p.fingerprint.data_hash,
+         "row_count": p.fingerprint.row_count}
+        for p in parts
+    ]  # fmt: skip
+    document = {
+        "task_path": task_path,
+        "data_hash": fp.data_hash,
+        "schema_hash": fp.schema_hash,
+        "row_count": fp.row_count,
+        "hash_method": fp.method,
+        "partitions": used,
+    }
+    lines = [
+        f"Digest of {task_path}: {len(parts)} partition(s)",
+        f"data   : {fp.data_hash}",
+        f"schema : {fp.schema_hash}",
+        f"rows   : {fp.row_count}",
+        "from   :",
+        *(
+            f"  {p['partition'] or '(unpartitioned)'}  run {p['run_id']}  {p['row_count']} rows"
+            for p in used
+        ),
+    ]
+    selection.print(document, "\n".join(lines))
+
+
+def _two_runs(
+    selection: Selection, run_id1: str | None, run_id2: str | None
+) -> tuple[RunRecord, RunRecord]:
+    """Runs A and B named by --run-id1/--run-id2, or the newest and its predecessor."""
+    task_path = selection.task_path()
+    if bool(run_id1) != bool(run_id2):
+        raise CliError("give both --run-id1 and --run-id2, or neither")
+    if run_id1 and run_id2:
+        return selection.store.load(task_path, run_id1), selection.store.load(task_path, run_id2)
+    return latest_pair(selection.store, task_path)
+
+
 @cli.command("clean")
 @click.argument("base_path")
 @click.option(
@@ -445,8 +542,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             code = _fail("aborted", as_json)
         except click.ClickException as exc:
             code = _fail(exc.format_message(), as_json, exc.exit_code)
-        except (CliError, LineageStoreError, ValueError, OSError) as exc:
-            code = _fail(str(exc), as_json)
+        except (CliError, ReportError, LineageStoreError, ValueError, OSError) as exc:
+            code = _fail(str(exc), as_json, getattr(exc, "exit_code", 1))
         except Exception as exc:
             if os.environ.get("UBUNYE_DAGSTER_DEBUG"):
                 raise

@@ -26,6 +26,9 @@ HASH_BASES = ("materialised", "recomputed", "stored-bytes")
 #: A step field the reference does not have (its reader drops it): the digest of the stored
 #: bytes (``ubunye_core.byte_digest``), written only when known.
 BYTES_HASH_FIELD = "bytes_hash"
+#: A step field the reference does not have (its reader drops it): the rows-v1 sketch
+#: (``ubunye_core.sketch``), written only when the hash kept one.
+SKETCH_FIELD = "sketch"
 
 _LIST_FIELDS = ("inputs", "outputs", "timings", "expectations", "llm_calls")
 _DICT_FIELDS = ("variables", "environment", "llm_budget")
@@ -77,7 +80,8 @@ class StepRecord(BaseModel):
         bytes_hash: str | None = None,
     ) -> StepRecord:
         """A step carrying ``fp``'s hashes, row count, method and error (a failure stays one),
-        and the stored bytes' digest when given."""
+        the stored bytes' digest when given, and the sketch as the extension field ``sketch``
+        when the hash kept one."""
         if hash_basis is not None and hash_basis not in HASH_BASES:
             raise ValueError(f"hash_basis must be one of {HASH_BASES} or None, not {hash_basis!r}")
         return cls(
@@ -93,6 +97,7 @@ class StepRecord(BaseModel):
             hash_seconds=hash_seconds,
             hash_basis=hash_basis,
             **({BYTES_HASH_FIELD: bytes_hash} if bytes_hash is not None else {}),
+            **({SKETCH_FIELD: fp.sketch.to_record()} if fp.sketch is not None else {}),
         )
 
     def stored_bytes_hash(self) -> str | None:

@@ -16,13 +16,14 @@ import time
 import typing
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 import dagster as dg
 from pydantic import Field, PrivateAttr, model_validator
 
 from ubunye_core.hashing import Fingerprint
 from ubunye_core.record import StepRecord
+from ubunye_core.sketch import combined_input_step
 from ubunye_core.store import encode_name
 from ubunye_dagster import dagster_internals as internals
 from ubunye_dagster.expectation_checks import evaluation_metadata
@@ -48,6 +49,7 @@ from ubunye_dagster.handlers.base import (
     LoadedFrame,
     StagedWrite,
 )
+from ubunye_dagster.handlers.delta import DeltaHandler, delta_handlers, delta_writer, is_delta_table
 from ubunye_dagster.metadata import EXPECTATIONS, output_metadata
 from ubunye_dagster.recorded import RecordedOutput, recorded_output
 from ubunye_dagster.records import OpenRecord, close_record
@@ -140,6 +142,12 @@ class UbunyeIOManager(dg.ConfigurableIOManager):
         description="Resource key of a dagster-pyspark PySparkResource whose session Spark "
         "inputs are read with; the active session when the step has none.",
     )
+    format: Literal["parquet", "delta"] = Field(
+        default="parquet",
+        description="How pandas, pyarrow and polars frames are stored: Parquet files, or Delta "
+        "Lake tables (a new table version per materialisation; needs the deltalake package). "
+        "Spark frames are stored as Parquet either way.",
+    )
 
     _handler_list: list[FrameHandler] | None = PrivateAttr(default=None)
 
@@ -153,7 +161,10 @@ class UbunyeIOManager(dg.ConfigurableIOManager):
     def handlers(self) -> list[FrameHandler]:
         """The frame handlers, pandas first."""
         if self._handler_list is None:
-            self._handler_list = default_handlers(self.spark_resource_key)
+            handlers = default_handlers(self.spark_resource_key)
+            if self.format == "delta":
+                handlers = delta_handlers(handlers, self.storage_options)
+            self._handler_list = handlers
         return self._handler_list
 
     def base(self) -> Any:
@@ -173,6 +184,14 @@ class UbunyeIOManager(dg.ConfigurableIOManager):
             parts += partition_parts(partition_key)
             parts[-1] += EXTENSION
         return self.base().joinpath(*parts)
+
+    def _table_path(self, parts: Sequence[str]) -> Any:
+        """Where a Delta table is kept: ``<base_path>/<key parts>.delta``; None for Parquet."""
+        if self.format != "delta":
+            return None
+        segments = [path_segment(part) for part in parts]
+        segments[-1] += ".delta"
+        return self.base().joinpath(*segments)
 
     def _op_path(self, identifier: Sequence[str]) -> Any:
         parts = [path_segment(part) for part in identifier]
@@ -202,7 +221,7 @@ class UbunyeIOManager(dg.ConfigurableIOManager):
             rules = parse_rules(context.definition_metadata.get(EXPECTATIONS))
             write = _Write(target.step_name, rules)
             try:
-                write.stage_and_check(self.handlers(), obj, target.path, context)
+                write.stage_and_check(self.handlers(), obj, target, context)
                 write.commit()
             except BaseException as exc:
                 write.discard()
@@ -223,6 +242,7 @@ class UbunyeIOManager(dg.ConfigurableIOManager):
                 open_record=session.record(subject, self.resource, context.name),
                 step_name=context.name,
                 inputs=session.inputs_of(None),
+                table_path=self._table_path(context.get_identifier()),
             )
         partition_key = internals.output_partition(context.step_context, context.name)
         open_record = asset_record(
@@ -238,6 +258,7 @@ class UbunyeIOManager(dg.ConfigurableIOManager):
             step_name=context.asset_key.to_user_string(),
             inputs=session.inputs_of(context.asset_key),
             partition_key=partition_key,
+            table_path=self._table_path(context.asset_key.path),
         )
 
     @staticmethod
@@ -290,12 +311,16 @@ class UbunyeIOManager(dg.ConfigurableIOManager):
         wanted: Any,
     ) -> Any:
         if not context.has_asset_key:
-            path = self._op_path(context.upstream_output.get_identifier())
-            return self._load_one(context, session, path, context.name, None, None, wanted)
+            identifier = context.upstream_output.get_identifier()
+            path, table = self._op_path(identifier), self._table_path(identifier)
+            return self._load_one(context, session, path, context.name, None, None, wanted, table)
         asset_key = context.asset_key
+        table = self._table_path(asset_key.path)
         if not context.has_asset_partitions:
             path = self._asset_path(asset_key, None)
-            return self._load_one(context, session, path, context.name, asset_key, None, wanted)
+            return self._load_one(
+                context, session, path, context.name, asset_key, None, wanted, table
+            )
         keys = list(context.asset_partition_keys)
         allow_missing = bool(context.definition_metadata.get("allow_missing_partitions", False))
         frames: dict[str, Any] = {}
@@ -303,13 +328,17 @@ class UbunyeIOManager(dg.ConfigurableIOManager):
             name = context.name if len(keys) == 1 else f"{context.name}[{key}]"
             path = self._asset_path(asset_key, key)
             try:
-                frames[key] = self._load_one(context, session, path, name, asset_key, key, wanted)
+                frames[key] = self._load_one(
+                    context, session, path, name, asset_key, key, wanted, table
+                )
             except FileNotFoundError:
                 if not allow_missing:
                     raise
                 context.log.warning(f"partition {key} of {asset_key.to_user_string()} is missing")
         if len(keys) == 1:
             return frames.get(keys[0])
+        if self.resource.hash_inputs and frames:
+            _add_combined_input(session, context.name, asset_key, list(frames))
         return frames
 
     def _reader_for(self, path: Any, wanted: Any) -> FrameHandler:
@@ -318,6 +347,31 @@ class UbunyeIOManager(dg.ConfigurableIOManager):
             return handler
         writer = _stored_writer(path)
         return handler_for_kind(self.handlers(), writer) or self.handlers()[0]
+
+    def _read(
+        self,
+        context: dg.InputContext,
+        path: Any,
+        table_path: Any,
+        partition_key: Any,
+        wanted: Any,
+        digest_with: str | None,
+    ) -> tuple[FrameHandler, LoadedFrame, Any]:
+        """The stored frame, its handler and where it was: the Delta table's latest version
+        when there is one at ``table_path``, else what is at ``path``."""
+        if table_path is not None and is_delta_table(table_path):
+            handler = handler_for_type(self.handlers(), wanted) if wanted is not None else None
+            if handler is None:
+                writer = delta_writer(table_path, self.storage_options)
+                handler = handler_for_kind(self.handlers(), writer) or self.handlers()[0]
+            if not isinstance(handler, DeltaHandler):
+                raise TypeError(
+                    f"{table_path} is a Delta table; {handler.kind} frames read Parquet"
+                )
+            loaded = handler.load_partition(table_path, context, wanted, partition_key)
+            return handler, loaded, table_path
+        handler = self._reader_for(path, wanted)
+        return handler, handler.load(path, context, wanted, digest_with=digest_with), path
 
     def _load_one(
         self,
@@ -328,8 +382,8 @@ class UbunyeIOManager(dg.ConfigurableIOManager):
         asset_key: dg.AssetKey | None,
         partition_key: str | None,
         wanted: Any,
+        table_path: Any = None,
     ) -> Any:
-        handler = self._reader_for(path, wanted)
         resource = self.resource
         recorded = None
         if resource.hash_inputs:
@@ -337,7 +391,9 @@ class UbunyeIOManager(dg.ConfigurableIOManager):
         by_bytes = recorded.bytes_algorithm() if recorded is not None else None
         if resource.verify_reads == "rows":
             by_bytes = None  # the rows are hashed on every read
-        loaded = handler.load(path, context, wanted, digest_with=by_bytes)
+        handler, loaded, path = self._read(
+            context, path, table_path, partition_key, wanted, by_bytes
+        )
         mismatch = None
         if not resource.hash_inputs:
             step = StepRecord(
@@ -353,6 +409,8 @@ class UbunyeIOManager(dg.ConfigurableIOManager):
             step, mismatch = self._hash_and_verify(
                 context, loaded, name, handler.storage, path, asset_key, recorded
             )
+        if loaded.source_version is not None:
+            step.source_version = loaded.source_version
         asset_text = "/".join(asset_key.path) if asset_key is not None else None
         session.add_input(
             LoadedInput(step=step, asset_key=asset_text, input_name=context.name),
@@ -447,6 +505,8 @@ class _Target:
     step_name: str
     inputs: list[LoadedInput]
     partition_key: str | None = None
+    #: Where a Delta table of the output is kept (``format="delta"`` only).
+    table_path: Any = None
 
     def record_failure(
         self, session: StepSession, write: _Write, transform: dict[str, Any], exc: BaseException
@@ -498,15 +558,21 @@ class _Write:
         self.results: list[dict[str, Any]] = []
 
     def stage_and_check(
-        self, handlers: list[FrameHandler], obj: Any, path: Any, context: dg.OutputContext
+        self, handlers: list[FrameHandler], obj: Any, target: _Target, context: dg.OutputContext
     ) -> None:
-        """Stage ``obj`` beside ``path`` with the handler for its type, hash it and check the
-        rules (NoOutputError for None, TypeError for an object no handler stores,
-        ExpectationFailed when a rule of severity ``fail`` is broken)."""
+        """Stage ``obj`` for ``target`` with the handler for its type (a Delta table's next
+        version, or beside the Parquet path), hash it and check the rules (NoOutputError for
+        None, TypeError for an object no handler stores, ExpectationFailed when a rule of
+        severity ``fail`` is broken)."""
         if obj is None:
             raise NoOutputError(self.step_name)
         self.handler = handler_for_object(handlers, obj)
-        self.staged = self.handler.stage(obj, path, context)
+        if isinstance(self.handler, DeltaHandler):
+            self.staged = self.handler.stage_partition(
+                obj, target.table_path, context, target.partition_key
+            )
+        else:
+            self.staged = self.handler.stage(obj, target.path, context)
         started = time.perf_counter()
         self.fp = self.staged.fingerprint()
         self.hash_seconds = round(time.perf_counter() - started, 6)
@@ -538,7 +604,7 @@ class _Write:
 
     def output_step(self) -> StepRecord:
         """The output as the record's step."""
-        return StepRecord.from_fingerprint(
+        step = StepRecord.from_fingerprint(
             self.fp,
             name=self.step_name,
             direction="output",
@@ -548,6 +614,8 @@ class _Write:
             hash_basis="materialised",
             bytes_hash=self.staged.bytes_hash,
         )
+        step.source_version = self.staged.source_version()
+        return step
 
     def log_broken_warnings(self, context: dg.OutputContext) -> None:
         """A warning for each broken rule of severity ``warn``."""
@@ -557,6 +625,21 @@ class _Write:
                     f"{self.step_name}: expectation {entry['rule']} ({entry['kind']}) broken by "
                     f"{entry['failed']} of {entry['total']} rows (severity warn)"
                 )
+
+
+def _add_combined_input(
+    session: StepSession, name: str, asset_key: dg.AssetKey, partitions: list[str]
+) -> None:
+    """One more input step for several loaded partitions: their digests combined, no row hashed
+    again (a retried load replaces it)."""
+    by_name = {loaded.step.name: loaded.step for loaded in session.inputs}
+    steps = [by_name[f"{name}[{key}]"] for key in partitions if f"{name}[{key}]" in by_name]
+    combined = combined_input_step(name, steps, [str(key) for key in partitions])
+    with session.lock:
+        session.inputs = [known for known in session.inputs if known.step.name != name]
+        session.inputs.append(
+            LoadedInput(step=combined, asset_key="/".join(asset_key.path), input_name=name)
+        )
 
 
 def report_refused_write(context: dg.OutputContext, refusal: ExpectationFailed) -> None:

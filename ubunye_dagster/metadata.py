@@ -14,6 +14,7 @@ import dagster as dg
 
 from ubunye_core.drift import DETERMINISTIC_VARIABLE
 from ubunye_core.record import RunRecord, StepRecord
+from ubunye_core.sketch import step_sketch
 
 DATA_HASH = "ubunye/data_hash"
 SCHEMA_HASH = "ubunye/schema_hash"
@@ -39,6 +40,8 @@ INPUTS = "ubunye/inputs"
 PARTITION = "ubunye/partition"
 #: JSON list: every expectation checked on this output, passed or not (record entries).
 EXPECTATION_RESULTS = "ubunye/expectation_results"
+#: One line on the output's sketch (rows per bucket); the sketch itself is in the run record.
+SKETCH = "ubunye/sketch"
 URI = "dagster/uri"
 COLUMN_SCHEMA = "dagster/column_schema"
 
@@ -93,6 +96,18 @@ def inputs_summary(
     }
 
 
+def _extension_entries(output: StepRecord) -> dict[str, Any]:
+    """The step's fields beyond the reference's, as metadata: the stored bytes' digest and one
+    line on the sketch (the sketch itself stays in the run record)."""
+    entries: dict[str, Any] = {}
+    sketch = step_sketch(output)
+    if sketch is not None:
+        entries[SKETCH] = sketch.summary()
+    if output.stored_bytes_hash() is not None:
+        entries[BYTES_HASH] = output.stored_bytes_hash()
+    return entries
+
+
 def output_metadata(
     record: RunRecord,
     output: StepRecord,
@@ -117,8 +132,7 @@ def output_metadata(
         entries[HASH_SECONDS] = dg.MetadataValue.float(float(output.hash_seconds))
     if output.hash_error is not None:
         entries[HASH_ERROR] = output.hash_error
-    if output.stored_bytes_hash() is not None:
-        entries[BYTES_HASH] = output.stored_bytes_hash()
+    entries.update(_extension_entries(output))
     if record.code_hash is not None:
         entries[CODE_HASH] = record.code_hash
     if record.environment_hash is not None:

@@ -9,8 +9,16 @@ from typing import Any
 import dagster as dg
 
 from ubunye_core.byte_digest import algorithm_of
-from ubunye_core.record import StepRecord
-from ubunye_dagster.metadata import BYTES_HASH, DATA_HASH, HASH_METHOD, ROW_COUNT, SCHEMA_HASH
+from ubunye_core.record import SKETCH_FIELD, StepRecord
+from ubunye_core.sketch import recorded_sketch
+from ubunye_dagster.metadata import (
+    BYTES_HASH,
+    DATA_HASH,
+    HASH_METHOD,
+    RECORD_PATH,
+    ROW_COUNT,
+    SCHEMA_HASH,
+)
 
 
 @dataclass(frozen=True)
@@ -24,6 +32,8 @@ class RecordedOutput:
     row_count: int | None = None
     hash_method: str | None = None
     bytes_hash: str | None = None
+    #: The run record the materialisation wrote (its sketch comes from there).
+    record_path: str | None = None
 
     def bytes_algorithm(self) -> str | None:
         """The algorithm to digest the stored bytes with, when a matching digest would prove the
@@ -52,6 +62,9 @@ class RecordedOutput:
             f"verified: its stored bytes hash to the byte digest recorded by {self.source}, so "
             "its rows are those of the recorded digest (not hashed again)"
         )
+        sketch = recorded_sketch(self.record_path, self.data_hash)
+        if sketch is not None:  # so the digest still combines with others (issue 11)
+            setattr(step, SKETCH_FIELD, sketch)
         return step
 
 
@@ -98,4 +111,5 @@ def recorded_output(
         row_count=int(row_count) if row_count is not None else None,
         hash_method=_value(metadata, HASH_METHOD),
         bytes_hash=_value(metadata, BYTES_HASH),
+        record_path=_value(metadata, RECORD_PATH),
     )

@@ -18,6 +18,7 @@ import dagster as dg
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from ubunye_core import drift
+from ubunye_core.row_report import drift_rows
 from ubunye_dagster import metadata as metadata_keys
 from ubunye_dagster.dagster_internals import (
     CODE_VERSION_TAG,
@@ -672,4 +673,23 @@ def _evaluation_metadata(
         entries["ubunye/unknown_inputs"] = dg.MetadataValue.json(list(judgement.unknown_inputs))
     if finding.notes:
         entries["ubunye/notes"] = dg.MetadataValue.json(list(finding.notes))
+    if flagged and previous is not None:
+        entries.update(_changed_rows_metadata(previous, current))
     return {key: value for key, value in entries.items() if value is not None}
+
+
+def _changed_rows_metadata(
+    previous: drift.DriftEvidence, current: drift.DriftEvidence
+) -> dict[str, Any]:
+    """Which rows drifted, from the two run records: per output the rows changed at most (the
+    sketches) and up to 5 rows removed and added when both versions are still stored."""
+    notes: list[str] = []
+    paths = (previous.record_path, current.record_path)
+    records = [_read_run_record(path, notes) for path in paths if path]
+    if len(records) != 2 or None in records:
+        return {}
+    try:
+        found = drift_rows(records[0], records[1], sample=5)
+    except Exception as exc:  # the verdict stands without the rows; say why they are missing
+        return {"ubunye/rows_changed_error": f"{type(exc).__name__}: {exc}"}
+    return {"ubunye/rows_changed": dg.MetadataValue.json(found)} if found else {}

@@ -60,3 +60,24 @@ def daily_orders(context, order_lines: pd.DataFrame) -> pd.DataFrame:
     end = pd.Timestamp(window.end).tz_convert("UTC")
     in_day = (order_lines["ordered_at"] >= start) & (order_lines["ordered_at"] < end)
     return order_lines[in_day].reset_index(drop=True)
+
+
+@dg.asset(
+    key=["sales", "price_list"],
+    group_name=SALES_GROUP,
+    # Stored as a Delta table: every materialisation stays as a version `lineage diff` can read.
+    io_manager_key="delta_io_manager",
+    ins=upstream(products="raw/products"),
+    # A price rise for one category, in percent (none by default).
+    config_schema={
+        "rise_category": dg.Field(str, default_value=""),
+        "rise_percent": dg.Field(float, default_value=0.0),
+    },
+)
+def price_list(context, products: pd.DataFrame) -> pd.DataFrame:
+    """The products' current prices (a rise for one category when configured)."""
+    prices = products[["product_id", "name", "category", "unit_price"]].copy()
+    rising = prices["category"] == context.op_execution_context.op_config["rise_category"]
+    factor = 1 + context.op_execution_context.op_config["rise_percent"] / 100
+    prices.loc[rising, "unit_price"] = (prices.loc[rising, "unit_price"] * factor).round(2)
+    return prices.sort_values("product_id").reset_index(drop=True)

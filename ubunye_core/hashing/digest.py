@@ -5,7 +5,8 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Any
 
 METHOD = "rows-v1"
 LANE_MASK = (1 << 64) - 1
@@ -22,6 +23,9 @@ class Fingerprint:
     row_count: int | None
     method: str = METHOD
     error: str | None = None
+    #: Count and lane sums per bucket, a ``ubunye_core.sketch.Sketch`` (typed ``Any``: that
+    #: module builds on this one), when the hash kept them.
+    sketch: Any = field(default=None, compare=False, repr=False)
 
     @property
     def is_complete(self) -> bool:

@@ -14,7 +14,7 @@ from ubunye_core.hashing.digest import (
     prefixed_sha256,
     schema_hash,
 )
-from ubunye_core.hashing.lanes import sum_slices_lanes
+from ubunye_core.hashing.lanes import bucket_slices_lanes, bucket_totals_lanes
 from ubunye_core.hashing.types import schema_pairs
 
 
@@ -42,18 +42,27 @@ def arrow_fingerprint_or_raise(data: Any) -> Fingerprint:
         duplicates = sorted({n for n in names if names.count(n) > 1})
         raise ValueError(f"the table has duplicate column names {duplicates}")
     kinds = dict(pairs)
-    total_a = total_b = 0
+    from ubunye_core.sketch import Sketch
+
     # A table without columns sums to zero, as the reference has always recorded it.
-    if names:
-        ordered_kinds = [kinds[name] for name in names]
-        # Each thread builds and hashes whole slices, so no core waits between the two.
-        total_a, total_b = sum_slices_lanes(
-            table_slices(table, names), lambda batch: slice_lines(batch, ordered_kinds)
+    if not names:
+        sketch = Sketch.of_rows_only(pairs, table.num_rows)
+        return Fingerprint(
+            schema_hash=schema_hash(pairs),
+            data_hash=data_hash(pairs, table.num_rows, (0, 0)),
+            row_count=table.num_rows,
+            sketch=sketch,
         )
+    ordered_kinds = [kinds[name] for name in names]
+    # Each thread builds and hashes whole slices, so no core waits between the two.
+    totals = bucket_slices_lanes(
+        table_slices(table, names), lambda batch: slice_lines(batch, ordered_kinds)
+    )
     return Fingerprint(
         schema_hash=schema_hash(pairs),
-        data_hash=data_hash(pairs, table.num_rows, (total_a, total_b)),
+        data_hash=data_hash(pairs, table.num_rows, bucket_totals_lanes(totals)),
         row_count=table.num_rows,
+        sketch=Sketch.from_arrays(pairs, totals),
     )
 
 
@@ -61,17 +70,21 @@ def fingerprint_rows(
     rows: Iterable[Mapping[str, Any]], schema: Sequence[tuple[str, str]]
 ) -> Fingerprint:
     """The fingerprint of rows already in memory, one canonical line at a time (the spec path)."""
-    total_a = total_b = 0
-    count = 0
+    from ubunye_core.sketch import BUCKETS, Sketch
+
+    counts, lane_a, lane_b = [0] * BUCKETS, [0] * BUCKETS, [0] * BUCKETS
     for line in canonical_lines(rows, schema):
         a, b = line_lanes(line)
-        total_a += a
-        total_b += b
-        count += 1
+        bucket = a >> 56  # the first byte of the line's SHA-256
+        counts[bucket] += 1
+        lane_a[bucket] += a
+        lane_b[bucket] += b
+    sketch = Sketch.from_arrays(schema, [counts, lane_a, lane_b])
     return Fingerprint(
         schema_hash=schema_hash(schema),
-        data_hash=data_hash(schema, count, (total_a, total_b)),
-        row_count=count,
+        data_hash=data_hash(schema, sketch.rows, sketch.lane_sums()),
+        row_count=sketch.rows,
+        sketch=sketch,
     )
 
 

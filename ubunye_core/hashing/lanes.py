@@ -17,8 +17,6 @@ from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from ubunye_core.hashing.digest import LANE_MASK
-
 if TYPE_CHECKING:
     import pyarrow as pa
 
@@ -95,17 +93,50 @@ def sum_line_lanes(
     ``lines``: a string, large_string or string_view array (or chunked array) without nulls.
     The sums are taken modulo 2**64. ``threads`` defaults to :func:`hash_threads`.
     """
+    return bucket_totals_lanes(bucket_line_lanes(lines, threads=threads))
+
+
+def bucket_line_lanes(lines: pa.Array | pa.ChunkedArray, *, threads: int | None = None) -> Any:
+    """Per-bucket row counts and lane sums of ``lines`` as a (3, 256) uint64 numpy array.
+
+    A line's bucket is the first byte of its SHA-256 (``ubunye_core.sketch``); the buckets'
+    sums add up to :func:`sum_line_lanes`.
+    """
+    from ubunye_core.sketch import empty_bucket_arrays
+
     pieces = _line_pieces(lines)
     if not pieces:
-        return 0, 0
+        return empty_bucket_arrays()
     if lane_engine() == "datafusion":
-        return _datafusion_lanes(pieces, _thread_count(threads))
-    return _hashlib_lanes(pieces)
+        return _datafusion_buckets(pieces, _thread_count(threads))
+    return _hashlib_buckets(pieces)
+
+
+def bucket_totals_lanes(totals: Any) -> tuple[int, int]:
+    """The two lane sums modulo 2**64 of a (3, 256) bucket array."""
+    import numpy as np
+
+    return int(totals[1].sum(dtype=np.uint64)), int(totals[2].sum(dtype=np.uint64))
+
+
+def line_digests(lines: pa.Array | pa.ChunkedArray) -> Any:
+    """Each line's SHA-256 as an (n, 32) uint8 numpy array, in the order of ``lines``."""
+    import numpy as np
+
+    pieces = _line_pieces(lines)
+    if lane_engine() == "datafusion":
+        # One partition per piece keeps the digests in line order.
+        chunks = [d for piece in pieces for d, _ in _datafusion_digests([piece], 1)]
+    else:
+        chunks = [_hashlib_digests(piece) for piece in pieces]
+    if not chunks:
+        return np.zeros((0, 32), dtype=np.uint8)
+    return np.concatenate(chunks).reshape(-1, 32)
 
 
 def sum_line_lanes_hashlib(lines: pa.Array | pa.ChunkedArray) -> tuple[int, int]:
     """The same sums as :func:`sum_line_lanes`, always by ``hashlib`` (the fallback engine)."""
-    return _hashlib_lanes(_line_pieces(lines))
+    return bucket_totals_lanes(_hashlib_buckets(_line_pieces(lines)))
 
 
 def sum_line_lanes_datafusion(
@@ -115,7 +146,7 @@ def sum_line_lanes_datafusion(
     pieces = _line_pieces(lines)
     if not pieces:
         return 0, 0
-    return _datafusion_lanes(pieces, _thread_count(threads))
+    return bucket_totals_lanes(_datafusion_buckets(pieces, _thread_count(threads)))
 
 
 def sum_slices_lanes(
@@ -124,32 +155,44 @@ def sum_slices_lanes(
     *,
     threads: int | None = None,
 ) -> tuple[int, int]:
-    """Lane sums of every slice's lines, ``build_lines`` and hashing run on ``threads`` threads.
+    """Lane sums of every slice's lines, ``build_lines`` and hashing run on ``threads`` threads."""
+    return bucket_totals_lanes(bucket_slices_lanes(slices, build_lines, threads=threads))
+
+
+def bucket_slices_lanes(
+    slices: Iterable[_Slice],
+    build_lines: Callable[[_Slice], pa.Array],
+    *,
+    threads: int | None = None,
+) -> Any:
+    """Per-bucket counts and lane sums (a (3, 256) uint64 array) of every slice's lines,
+    ``build_lines`` and hashing run on ``threads`` threads.
 
     At most ``threads + 1`` slices are in flight, so memory stays bounded by the slice size.
     Sums are order free, so the result is the same for any number of threads.
     """
+    from ubunye_core.sketch import empty_bucket_arrays
+
     count = _thread_count(threads)
 
-    def work(piece: _Slice) -> tuple[int, int]:
+    def work(piece: _Slice) -> Any:
         # Each slice is built and hashed on this one thread: the pool keeps the cores busy.
         before = getattr(_local, "in_pool", False)
         _local.in_pool = True
         try:
-            return sum_line_lanes(build_lines(piece), threads=1)
+            return bucket_line_lanes(build_lines(piece), threads=1)
         finally:
             _local.in_pool = before
 
-    total_a = total_b = 0
+    totals = empty_bucket_arrays()
     if count == 1:
         for piece in slices:
-            a, b = work(piece)
-            total_a, total_b = total_a + a, total_b + b
-        return total_a & LANE_MASK, total_b & LANE_MASK
+            totals += work(piece)
+        return totals
     with ThreadPoolExecutor(max_workers=count, thread_name_prefix="ubunye-hash") as pool:
-        for a, b in _bounded_map(pool, work, slices, count + 1):
-            total_a, total_b = total_a + a, total_b + b
-    return total_a & LANE_MASK, total_b & LANE_MASK
+        for part in _bounded_map(pool, work, slices, count + 1):
+            totals += part
+    return totals
 
 
 def _bounded_map(
@@ -196,48 +239,39 @@ def _is_string_view(kind: Any) -> bool:
     return bool(check and check(kind))
 
 
-def _hashlib_lanes(pieces: list[pa.Array]) -> tuple[int, int]:
-    """The lane sums by ``hashlib``, each line hashed from Arrow's data buffer (no str objects)."""
+def _hashlib_digests(piece: pa.Array) -> Any:
+    """The SHA-256 of every line of ``piece`` by ``hashlib``, from Arrow's data buffer (no str
+    objects), laid end to end in a uint8 numpy array."""
     import numpy as np
     import pyarrow as pa
 
-    total_a = total_b = 0
+    if _is_string_view(piece.type):
+        piece = piece.cast(pa.string())
+    wide = pa.types.is_large_string(piece.type)
+    offset_type = np.int64 if wide else np.int32
+    _, offset_buffer, data_buffer = piece.buffers()
+    offsets = np.frombuffer(
+        offset_buffer,
+        dtype=offset_type,
+        count=len(piece) + 1,
+        offset=piece.offset * np.dtype(offset_type).itemsize,
+    )
+    data = memoryview(data_buffer) if data_buffer is not None else memoryview(b"")
+    sha256 = hashlib.sha256
+    digests = b"".join(
+        [sha256(data[start:end]).digest() for start, end in itertools.pairwise(offsets.tolist())]
+    )
+    return np.frombuffer(digests, dtype=np.uint8)
+
+
+def _hashlib_buckets(pieces: list[pa.Array]) -> Any:
+    """Per-bucket counts and lane sums by ``hashlib``."""
+    from ubunye_core.sketch import add_digest_buckets, empty_bucket_arrays
+
+    totals = empty_bucket_arrays()
     for piece in pieces:
-        if _is_string_view(piece.type):
-            piece = piece.cast(pa.string())
-        wide = pa.types.is_large_string(piece.type)
-        offset_type = np.int64 if wide else np.int32
-        _, offset_buffer, data_buffer = piece.buffers()
-        offsets = np.frombuffer(
-            offset_buffer,
-            dtype=offset_type,
-            count=len(piece) + 1,
-            offset=piece.offset * np.dtype(offset_type).itemsize,
-        )
-        data = memoryview(data_buffer) if data_buffer is not None else memoryview(b"")
-        sha256 = hashlib.sha256
-        digests = b"".join(
-            [
-                sha256(data[start:end]).digest()
-                for start, end in itertools.pairwise(offsets.tolist())
-            ]
-        )
-        a, b = _digest_lanes(np.frombuffer(digests, dtype=np.uint8), len(piece))
-        total_a, total_b = total_a + a, total_b + b
-    return total_a & LANE_MASK, total_b & LANE_MASK
-
-
-def _digest_lanes(digests: Any, count: int) -> tuple[int, int]:
-    """Lane sums of ``count`` 32-byte digests laid end to end in a uint8 numpy array."""
-    import numpy as np
-
-    if digests.size != 32 * count:
-        raise RuntimeError(f"expected {count} SHA-256 digests, got {digests.size} bytes")
-    words = digests.view(">u8").reshape(count, 4)
-    # numpy's uint64 sum wraps modulo 2**64, the lane arithmetic rows-v1 asks for.
-    lane_a = words[:, 0].astype(np.uint64).sum(dtype=np.uint64)
-    lane_b = words[:, 1].astype(np.uint64).sum(dtype=np.uint64)
-    return int(lane_a), int(lane_b)
+        add_digest_buckets(totals, _hashlib_digests(piece), len(piece))
+    return totals
 
 
 _datafusion_state: dict[str, bool] = {}
@@ -288,8 +322,8 @@ def _partitions(pieces: list[pa.Array], count: int) -> list[list[pa.RecordBatch]
     return [p for p in parts if p]
 
 
-def _datafusion_lanes(pieces: list[pa.Array], threads: int) -> tuple[int, int]:
-    """The lane sums by DataFusion's ``sha256``, spread over ``threads`` partitions."""
+def _datafusion_digests(pieces: list[pa.Array], threads: int) -> Iterator[tuple[Any, int]]:
+    """Each result batch's SHA-256 digests by DataFusion, as (uint8 numpy array, count)."""
     import numpy as np
     import pyarrow as pa
 
@@ -300,7 +334,6 @@ def _datafusion_lanes(pieces: list[pa.Array], threads: int) -> tuple[int, int]:
         batches = context.sql(f"SELECT sha256({_COLUMN}) AS digest FROM {_TABLE}").collect()
     finally:
         context.deregister_table(_TABLE)
-    total_a = total_b = 0
     for batch in batches:
         digests = batch.column(0)
         if not pa.types.is_binary(digests.type):
@@ -311,7 +344,14 @@ def _datafusion_lanes(pieces: list[pa.Array], threads: int) -> tuple[int, int]:
         offsets = np.frombuffer(
             offset_buffer, dtype=np.int32, count=len(digests) + 1, offset=digests.offset * 4
         )
-        data = np.frombuffer(data_buffer, dtype=np.uint8)[offsets[0] : offsets[-1]]
-        a, b = _digest_lanes(data, len(digests))
-        total_a, total_b = total_a + a, total_b + b
-    return total_a & LANE_MASK, total_b & LANE_MASK
+        yield np.frombuffer(data_buffer, dtype=np.uint8)[offsets[0] : offsets[-1]], len(digests)
+
+
+def _datafusion_buckets(pieces: list[pa.Array], threads: int) -> Any:
+    """Per-bucket counts and lane sums by DataFusion's ``sha256``, over ``threads`` partitions."""
+    from ubunye_core.sketch import add_digest_buckets, empty_bucket_arrays
+
+    totals = empty_bucket_arrays()
+    for digests, count in _datafusion_digests(pieces, threads):
+        add_digest_buckets(totals, digests, count)
+    return totals

@@ -17,10 +17,13 @@ Java 19 or later (21, 25) Spark and Arrow agree on every value.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ubunye_core.hashing.digest import LANE_MASK, Fingerprint, data_hash, schema_hash
+from ubunye_core.hashing.digest import LANE_MASK, Fingerprint
 from ubunye_core.hashing.types import UnsupportedTypeError
+
+if TYPE_CHECKING:
+    from ubunye_core.sketch import Sketch
 
 #: Options that make ``to_json`` write the canonical line whatever the session says: instants in
 #: UTC to the microsecond, wall-clock timestamps and dates as ISO text, null fields left out.
@@ -120,22 +123,31 @@ def fingerprint_spark(df: Any) -> Fingerprint:
 
     Raises when the rows cannot be read (or the column names are ambiguous); the caller reports it.
     """
-    pairs = spark_schema_pairs(df)
-    rows, lanes = spark_row_count_and_lane_sums(df)
-    return Fingerprint(
-        schema_hash=schema_hash(pairs),
-        data_hash=data_hash(pairs, rows, lanes),
-        row_count=rows,
-    )
+    from ubunye_core.sketch import fingerprint_of_sketch
+
+    return fingerprint_of_sketch(spark_sketch(df))
 
 
 def spark_row_count_and_lane_sums(df: Any) -> tuple[int, tuple[int, int]]:
     """Row count and the two lane sums (modulo 2**64) of ``df``'s canonical lines, in one job."""
+    sketch = spark_sketch(df)
+    return sketch.rows, sketch.lane_sums()
+
+
+def spark_sketch(df: Any) -> Sketch:
+    """Per-bucket row counts and lane sums of ``df``'s canonical lines, in one job.
+
+    A grouped aggregation by the first byte of each line's SHA-256: at most 256 rows of seven
+    numbers come back to the driver, never the data.
+    """
     from pyspark.sql import functions as F
 
+    from ubunye_core.sketch import BUCKETS, Sketch
+
+    pairs = spark_schema_pairs(df)
     if not df.schema.fields:
         # rows-v1: a table without columns has lane sums of zero; only its rows are counted.
-        return int(df.agg(F.count(F.lit(1))).collect()[0][0]), (0, 0)
+        return Sketch.of_rows_only(pairs, int(df.agg(F.count(F.lit(1))).collect()[0][0]))
     piece_sums = [
         F.sum(_lane_piece(F.col(lane), shift, bits)).alias(f"{lane}{shift}")
         for lane in ("a", "b")
@@ -147,8 +159,15 @@ def spark_row_count_and_lane_sums(df: Any) -> tuple[int, tuple[int, int]]:
         _signed_lane(F.substring("d", 1, 16)).alias("a"),
         _signed_lane(F.substring("d", 17, 16)).alias("b"),
     )
-    row = lanes.agg(F.count(F.lit(1)).alias("rows"), *piece_sums).collect()[0]
-    return int(row[0]), lane_sums_from_piece_sums(list(row[1:]))
+    # The bucket is the top byte of lane A: one shift, no second parse of the text.
+    bucket = F.shiftrightunsigned(F.col("a"), 56).cast("int").alias("bucket")
+    grouped = lanes.groupBy(bucket).agg(F.count(F.lit(1)).alias("rows"), *piece_sums)
+    totals = [[0] * BUCKETS for _ in range(3)]
+    for row in grouped.collect():
+        bucket = int(row[0])
+        totals[0][bucket] = int(row[1])
+        totals[1][bucket], totals[2][bucket] = lane_sums_from_piece_sums(list(row[2:]))
+    return Sketch.from_arrays(pairs, totals)
 
 
 def spark_canonical_lines(df: Any) -> Any:

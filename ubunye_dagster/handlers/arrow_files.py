@@ -25,9 +25,11 @@ import pyarrow.parquet as pq
 from ubunye_core.byte_digest import bytes_digest, file_digest, folder_digest
 from ubunye_core.hashing import fingerprint, fingerprint_arrow
 from ubunye_core.hashing.fingerprint import failed_fingerprint
-from ubunye_core.hashing.frames import pandas_columns_as_spark_types
 from ubunye_core.staging import remove_dead_staging, staging_name
+from ubunye_core.stored import footer_notes, hashed_view, pandas_view
 from ubunye_dagster.handlers.base import SIDECAR_NAME
+
+__all__ = ["footer_notes", "hashed_view", "pandas_view"]
 
 #: Columns pandas adds for an unnamed index; they are not the asset's columns.
 INDEX_PREFIX = "__index_level_"
@@ -286,42 +288,6 @@ def without_index_columns(table: pa.Table) -> pa.Table:
     """``table`` without the columns pandas adds for an unnamed index."""
     extra = [name for name in table.column_names if name.startswith(INDEX_PREFIX)]
     return table.drop_columns(extra) if extra else table
-
-
-def _index_field_names(table: pa.Table) -> tuple[list[str], list[str]]:
-    """The stored pandas index columns of ``table``: (named ones, unnamed ones)."""
-    meta = table.schema.pandas_metadata or {}
-    stored = {name for name in meta.get("index_columns", []) if isinstance(name, str)}
-    named, unnamed = [], []
-    for column in meta.get("columns", []):
-        if column.get("field_name") in stored:
-            (named if column.get("name") is not None else unnamed).append(column["field_name"])
-    return named, unnamed
-
-
-def pandas_view(table: pa.Table) -> pa.Table:
-    """A table written from a pandas frame, as rows-v1 sees that frame (without converting back).
-
-    The same preparation ``ubunye_core`` gives a pandas frame, done on the Arrow columns: an
-    unnamed index is left out, a named one is kept as columns; categories become their values'
-    type; null and large_string become string; a naive datetime is a UTC instant; every
-    timestamp is cut to microseconds. Raises ValueError for an index that is partly named,
-    which only the pandas path itself prepares faithfully.
-    """
-    named, unnamed = _index_field_names(table)
-    if named and unnamed:
-        raise ValueError("an index with named and unnamed levels")
-    if unnamed:
-        table = table.drop_columns(unnamed)
-    return pandas_columns_as_spark_types(table, "UTC")
-
-
-def hashed_view(table: pa.Table, writer: str | None) -> pa.Table:
-    """The table rows-v1 hashes for a stored table: ``pandas_view`` when pandas wrote it (or,
-    the writer unknown, it carries pandas metadata), else the table itself."""
-    if writer == "pandas" or (writer is None and table.schema.pandas_metadata is not None):
-        return pandas_view(table)
-    return table
 
 
 def fingerprint_stored(table: pa.Table, writer: str | None, view: pa.Table | None = None) -> Any:

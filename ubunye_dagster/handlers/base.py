@@ -15,14 +15,13 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from ubunye_core.hashing.digest import Fingerprint
+from ubunye_core.stored import SIDECAR_NAME as SIDECAR_NAME  # where handlers look for it
 from ubunye_dagster.expectations import RuleCounter
 
 #: Parquet footer / sidecar keys that say who wrote a materialisation and what it hashed to.
 WRITER_KEY = "ubunye.writer"
 DATA_HASH_KEY = "ubunye.data_hash"
 SCHEMA_HASH_KEY = "ubunye.schema_hash"
-#: The sidecar a folder-shaped (Spark) materialisation carries; readers skip ``_`` files.
-SIDECAR_NAME = "_ubunye.json"
 
 
 def type_is(cls: type, library: str, names: Sequence[str]) -> bool:
@@ -81,6 +80,11 @@ class StagedWrite(ABC):
     def discard(self) -> None:
         """Leave nothing of this write behind; the previous data stays as it was."""
 
+    def source_version(self) -> dict[str, Any] | None:
+        """The version of the data this write made, for the step's ``source_version`` (a Delta
+        table version); None when the store keeps no versions."""
+        return None
+
 
 class RowsOf:
     """A staged write whose rows' hash, schema and rule counts are those of ``self.rows``."""
@@ -121,6 +125,8 @@ class LoadedFrame:
     bytes_hash: str | None = None
     #: Seconds that digest took (beside the decode, not after it).
     bytes_seconds: float = 0.0
+    #: The version that was read (a Delta table version), for the step's ``source_version``.
+    source_version: dict[str, Any] | None = None
 
 
 class FrameHandler(ABC):
