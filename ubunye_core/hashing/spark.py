@@ -1,21 +1,28 @@
 """rows-v1 on Spark: one aggregation on the cluster, a handful of numbers back to the driver.
 
-Spark writes each row's line itself: ``to_json`` of a struct holding the columns in name order,
-after every map's entries are put in key order. The SHA-256 of the line gives two 64-bit lanes; each
+Two ways to write the lines, one digest. By default (``UBUNYE_SPARK_ENGINE=auto``) each
+partition reaches a Python worker as Arrow batches (``mapInArrow``) and the Arrow path writes and
+hashes its lines there (:mod:`ubunye_core.hashing.spark_arrow`): about twice as fast as Spark's
+own ``to_json``, which pays a JSON generator per row. When the workers cannot import
+``ubunye_core`` (``jvm``, or ``auto`` after such a failure), Spark writes each line itself:
+``to_json`` of a struct holding the columns in name order, after every map's entries are put in
+key order, hashed by ``sha2``. Either way the SHA-256 of the line gives two 64-bit lanes; each
 lane is cut into three pieces of at most 22 bits, and the pieces are summed as ``long``. A piece
 sum cannot leave the ``long`` range before 2**41 rows, so the sums are exact whether or not ANSI
 mode is on, and the driver rebuilds each lane sum modulo 2**64 from its three piece sums.
 
 Works on classic and Spark Connect DataFrames alike: only the DataFrame and functions API is used.
 
-Doubles and floats are written by Java's ``Double.toString`` / ``Float.toString``. Before Java 19
-those are not always the shortest round trip (about 0.3% of arbitrary bit patterns, and values
-such as 1e23), so on Java 17 such a value gives another line than the Arrow path writes; on
-Java 19 or later (21, 25) Spark and Arrow agree on every value.
+On the JVM path doubles and floats are written by Java's ``Double.toString`` /
+``Float.toString``. Before Java 19 those are not always the shortest round trip (about 0.3% of
+arbitrary bit patterns, and values such as 1e23), so on Java 17 such a value gives another line
+than the Arrow path writes; on Java 19 or later (21, 25) Spark and Arrow agree on every value.
+The Python workers write the Arrow path's text on any Java.
 """
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 from typing import Any
 
@@ -33,6 +40,11 @@ CANONICAL_JSON_OPTIONS = {
     "ignoreNullFields": "true",
     "writeNonAsciiCharacterAsCodePoint": "false",
 }
+
+#: Setting (environment variable) for where Spark writes the lines: ``auto`` (default), ``arrow``
+#: (the Arrow path in Spark's Python workers) or ``jvm`` (``to_json`` and ``sha2`` on the JVM).
+SPARK_ENGINE_ENV = "UBUNYE_SPARK_ENGINE"
+SPARK_ENGINES = ("auto", "arrow", "jvm")
 
 #: Bit widths of a lane's pieces, most significant first; they add up to 64.
 PIECE_BITS = (22, 21, 21)
@@ -129,13 +141,51 @@ def fingerprint_spark(df: Any) -> Fingerprint:
     )
 
 
+def spark_line_engine() -> str:
+    """Where Spark lines are written: ``UBUNYE_SPARK_ENGINE`` (``auto``, ``arrow`` or ``jvm``)."""
+    wanted = os.environ.get(SPARK_ENGINE_ENV, "auto").strip().lower() or "auto"
+    if wanted not in SPARK_ENGINES:
+        raise ValueError(f"{SPARK_ENGINE_ENV} must be auto, arrow or jvm, not {wanted!r}")
+    return wanted
+
+
 def spark_row_count_and_lane_sums(df: Any) -> tuple[int, tuple[int, int]]:
-    """Row count and the two lane sums (modulo 2**64) of ``df``'s canonical lines, in one job."""
+    """Row count and the two lane sums (modulo 2**64) of ``df``'s canonical lines, in one job.
+
+    ``auto`` hashes in Spark's Python workers with the Arrow path and, when a worker cannot
+    import ``ubunye_core`` or ``pyarrow``, once more on the JVM with ``to_json``.
+    """
     from pyspark.sql import functions as F
 
     if not df.schema.fields:
         # rows-v1: a table without columns has lane sums of zero; only its rows are counted.
         return int(df.agg(F.count(F.lit(1))).collect()[0][0]), (0, 0)
+    engine = spark_line_engine()
+    if engine != "jvm":
+        from ubunye_core.hashing.spark_arrow import arrow_worker_lane_sums
+
+        _refuse_duplicate_names(df.columns)
+        try:
+            rows, pieces = arrow_worker_lane_sums(
+                df, spark_schema_pairs(df), PIECE_SHIFTS, PIECE_BITS
+            )
+        except Exception as exc:
+            if engine == "arrow" or not _workers_cannot_import(exc):
+                raise
+        else:
+            return rows, lane_sums_from_piece_sums(pieces)
+    return _to_json_row_count_and_lane_sums(df)
+
+
+def _workers_cannot_import(error: BaseException) -> bool:
+    """True when a Spark job failed because a Python worker lacks a module it needs."""
+    return "ModuleNotFoundError" in str(error) or "No module named" in str(error)
+
+
+def _to_json_row_count_and_lane_sums(df: Any) -> tuple[int, tuple[int, int]]:
+    """Row count and lane sums with every line written by ``to_json`` and hashed on the JVM."""
+    from pyspark.sql import functions as F
+
     piece_sums = [
         F.sum(_lane_piece(F.col(lane), shift, bits)).alias(f"{lane}{shift}")
         for lane in ("a", "b")
