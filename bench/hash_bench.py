@@ -229,6 +229,53 @@ def floor_compare(table: Any, repeats: int) -> dict:
     return {"case": "floor", "digests_equal": True, **medians}
 
 
+def stage_breakdown(table: Any, repeats: int) -> None:
+    """CPU seconds per stage on one thread (less moved by other work than wall time): each
+    column's values as text (``value_texts``), all the lines, and SHA-256 of the lines
+    (DataFusion, one partition)."""
+    import pyarrow as pa
+
+    from ubunye_core.hashing.arrow_lines import slice_lines, table_slices, value_texts
+    from ubunye_core.hashing.lanes import sum_line_lanes_datafusion
+    from ubunye_core.hashing.types import schema_pairs
+
+    kinds = dict(schema_pairs(table.schema))
+    names = sorted(table.column_names)
+
+    def cpu(run: Callable[[], Any]) -> float:
+        run()
+        times = []
+        for _ in range(repeats):
+            start = time.process_time()
+            run()
+            times.append(time.process_time() - start)
+        return statistics.median(times)
+
+    def lines_of(columns: list[str]) -> Callable[[], Any]:
+        ordered = [kinds[name] for name in columns]
+        slices = list(table_slices(table, columns))
+        return lambda: [slice_lines(piece, ordered) for piece in slices]
+
+    every = [slice_lines(s, [kinds[n] for n in names]) for s in table_slices(table, names)]
+    lines = pa.concat_arrays(every)
+    build = cpu(lines_of(names))
+    slices = list(table_slices(table, names))
+    per_column = {
+        name: cpu(lambda i=i, name=name: [value_texts(s.column(i), kinds[name]) for s in slices])
+        for i, name in enumerate(names)
+    }
+    sha = cpu(lambda: sum_line_lanes_datafusion(lines, threads=1))
+    columns = ", ".join(f"{name} {seconds:.3f}" for name, seconds in per_column.items())
+    print(
+        f"stages, CPU seconds on one thread, {table.num_rows:,} flat rows: building the lines "
+        f"{build:.3f}, of which each column's values as text: {columns} (sum "
+        f"{sum(per_column.values()):.3f}); the rest is the heads and the join of the members. "
+        f"SHA-256 {sha:.3f}; "
+        f"a build within the 1.3x goal would take at most {0.3 * sha:.3f}",
+        flush=True,
+    )
+
+
 def memory_run(rows: int) -> dict:
     """Peak growth of RSS and of Arrow's allocations while ours hashes a ``rows``-row table."""
     import pyarrow as pa
@@ -429,6 +476,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--spark", action="store_true", help="also the Spark bench (local[2])")
     parser.add_argument("--no-memory", action="store_true", help="skip the memory measurement")
     parser.add_argument("--lanes", action="store_true", help="only compare the lane engines")
+    parser.add_argument(
+        "--stages", action="store_true", help="only the CPU seconds of each stage, one thread"
+    )
     parser.add_argument("--memory-child", type=int, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.memory_child:
@@ -439,6 +489,9 @@ def main(argv: list[str] | None = None) -> int:
     # The reference writes nested values one at a time in Python: a fifth keeps its runs short.
     if args.lanes:
         compare_lane_engines(args.rows, args.repeats)
+        return 0
+    if args.stages:
+        stage_breakdown(flat_table(args.rows), args.repeats)
         return 0
     nested_rows = args.nested_rows or max(1, args.rows // 5)
 
