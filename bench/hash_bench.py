@@ -162,6 +162,120 @@ def compare(
     return row
 
 
+def cpu_description() -> str:
+    """The CPU model and whether it has the SHA extensions (SHA-NI), from /proc/cpuinfo."""
+    model, flags = "unknown CPU", set()
+    try:
+        with open("/proc/cpuinfo") as info:
+            for line in info:
+                key, _, value = line.partition(":")
+                if key.strip() == "model name" and model == "unknown CPU":
+                    model = value.strip()
+                elif key.strip() == "flags" and not flags:
+                    flags = set(value.split())
+    except OSError:
+        return "unknown CPU (no /proc/cpuinfo)"
+    return f"{model}, {'with' if 'sha_ni' in flags else 'WITHOUT'} SHA-NI"
+
+
+def floor_compare(table: Any, repeats: int) -> dict:
+    """``fingerprint(table)`` against the floor: DataFusion's ``sha256`` alone over the table's
+    canonical lines (built beforehand), on the same threads; also the lines built alone."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    from ubunye_core import fingerprint
+    from ubunye_core.hashing.arrow_lines import slice_lines, table_slices
+    from ubunye_core.hashing.lanes import hash_threads, sum_line_lanes_datafusion
+    from ubunye_core.hashing.types import schema_pairs
+
+    names = sorted(table.column_names)
+    kinds = dict(schema_pairs(table.schema))
+    ordered = [kinds[name] for name in names]
+    threads = hash_threads()
+    lines = pa.concat_arrays([slice_lines(s, ordered) for s in table_slices(table, names)])
+
+    def build_only() -> None:
+        with ThreadPoolExecutor(threads) as pool:
+            list(pool.map(lambda s: len(slice_lines(s, ordered)), table_slices(table, names)))
+
+    contenders = {
+        "ours": lambda: fingerprint(table),
+        "floor": lambda: sum_line_lanes_datafusion(lines, threads=threads),
+        "lines": build_only,
+    }
+    seconds: dict[str, list[float]] = {name: [] for name in contenders}
+    for run in contenders.values():
+        run()  # warm-up
+    for round_number in range(repeats):
+        order = list(contenders) if round_number % 2 == 0 else list(reversed(contenders))
+        for name in order:
+            start = time.perf_counter()
+            contenders[name]()
+            seconds[name].append(time.perf_counter() - start)
+    medians = {name: statistics.median(times) for name, times in seconds.items()}
+    size = pc.sum(pc.binary_length(lines)).as_py() / max(1, len(lines))
+    ratio = medians["ours"] / medians["floor"]
+    print(
+        f"{'flat, Arrow vs floor':<22} ours {medians['ours']:7.3f} s   floor   "
+        f"{medians['floor']:7.3f} s   ratio {ratio:5.2f}x the floor (goal <= 1.30x)\n"
+        f"    floor: DataFusion sha256 alone over the {len(lines):,} canonical lines "
+        f"({size:.0f} bytes each on average) on {threads} threads; "
+        f"building the lines alone: {medians['lines']:.3f} s",
+        flush=True,
+    )
+    return {"case": "floor", "digests_equal": True, **medians}
+
+
+def stage_breakdown(table: Any, repeats: int) -> None:
+    """CPU seconds per stage on one thread (less moved by other work than wall time): each
+    column's values as text (``value_texts``), all the lines, and SHA-256 of the lines
+    (DataFusion, one partition)."""
+    import pyarrow as pa
+
+    from ubunye_core.hashing.arrow_lines import slice_lines, table_slices, value_texts
+    from ubunye_core.hashing.lanes import sum_line_lanes_datafusion
+    from ubunye_core.hashing.types import schema_pairs
+
+    kinds = dict(schema_pairs(table.schema))
+    names = sorted(table.column_names)
+
+    def cpu(run: Callable[[], Any]) -> float:
+        run()
+        times = []
+        for _ in range(repeats):
+            start = time.process_time()
+            run()
+            times.append(time.process_time() - start)
+        return statistics.median(times)
+
+    def lines_of(columns: list[str]) -> Callable[[], Any]:
+        ordered = [kinds[name] for name in columns]
+        slices = list(table_slices(table, columns))
+        return lambda: [slice_lines(piece, ordered) for piece in slices]
+
+    every = [slice_lines(s, [kinds[n] for n in names]) for s in table_slices(table, names)]
+    lines = pa.concat_arrays(every)
+    build = cpu(lines_of(names))
+    slices = list(table_slices(table, names))
+    per_column = {
+        name: cpu(lambda i=i, name=name: [value_texts(s.column(i), kinds[name]) for s in slices])
+        for i, name in enumerate(names)
+    }
+    sha = cpu(lambda: sum_line_lanes_datafusion(lines, threads=1))
+    columns = ", ".join(f"{name} {seconds:.3f}" for name, seconds in per_column.items())
+    print(
+        f"stages, CPU seconds on one thread, {table.num_rows:,} flat rows: building the lines "
+        f"{build:.3f}, of which each column's values as text: {columns} (sum "
+        f"{sum(per_column.values()):.3f}); the rest is the heads and the join of the members. "
+        f"SHA-256 {sha:.3f}; "
+        f"a build within the 1.3x goal would take at most {0.3 * sha:.3f}",
+        flush=True,
+    )
+
+
 def memory_run(rows: int) -> dict:
     """Peak growth of RSS and of Arrow's allocations while ours hashes a ``rows``-row table."""
     import pyarrow as pa
@@ -265,7 +379,9 @@ def run_spark(rows: int, repeats: int) -> dict | None:
     print(
         f"{'spark local[2]':<22} ours {result['median_ours']:7.3f} s   reference "
         f"{result['median_reference']:7.3f} s   ratio {result['ratio_reference_over_ours']:5.2f}x"
-        f"   digests equal: {result['digests_equal']}",
+        f"   digests equal: {result['digests_equal']}   (Java {result['java']}, lines written "
+        f"in Python workers; with to_json lines on the JVM: "
+        f"{result['ratio_reference_over_ours_to_json']:.2f}x)",
         flush=True,
     )
     return result
@@ -360,6 +476,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--spark", action="store_true", help="also the Spark bench (local[2])")
     parser.add_argument("--no-memory", action="store_true", help="skip the memory measurement")
     parser.add_argument("--lanes", action="store_true", help="only compare the lane engines")
+    parser.add_argument(
+        "--stages", action="store_true", help="only the CPU seconds of each stage, one thread"
+    )
     parser.add_argument("--memory-child", type=int, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.memory_child:
@@ -371,6 +490,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.lanes:
         compare_lane_engines(args.rows, args.repeats)
         return 0
+    if args.stages:
+        stage_breakdown(flat_table(args.rows), args.repeats)
+        return 0
     nested_rows = args.nested_rows or max(1, args.rows // 5)
 
     from ubunye.lineage.content_hash import fingerprint as reference
@@ -379,14 +501,16 @@ def main(argv: list[str] | None = None) -> int:
     from ubunye_core.hashing.lanes import hash_threads, lane_engine
 
     print(
-        f"python {sys.version.split()[0]}, {os.cpu_count()} cores, lane engine {lane_engine()}, "
-        f"{hash_threads()} hash threads; rows {args.rows:,} (nested {nested_rows:,}), "
-        f"repeats {args.repeats}",
+        f"{cpu_description()}; python {sys.version.split()[0]}, {os.cpu_count()} cores, "
+        f"lane engine {lane_engine()}, {hash_threads()} hash threads; rows {args.rows:,} "
+        f"(nested {nested_rows:,}), repeats {args.repeats}",
         flush=True,
     )
     rows = []
     flat = flat_table(args.rows)
     nested = nested_table(nested_rows)
+    if lane_engine() == "datafusion":
+        floor_compare(flat, args.repeats)
     rows.append(compare("flat, Arrow", flat, args.repeats, ours, reference))
     rows.append(compare("flat, pandas", as_pandas(flat), args.repeats, ours, reference))
     rows.append(compare("nested, Arrow", nested, args.repeats, ours, reference))
@@ -395,7 +519,9 @@ def main(argv: list[str] | None = None) -> int:
     if not args.no_memory:
         print_memory(args.memory_rows)
     if args.spark:
-        run_spark(args.rows, args.repeats)
+        spark_result = run_spark(args.rows, args.repeats)
+        if spark_result is not None:
+            rows.append(spark_result)
     return 0 if all(row["digests_equal"] for row in rows) else 1
 
 

@@ -7,6 +7,7 @@ Needs the reference ``ubunye-engine==0.8.0`` (the dev extra) as the yardstick.
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import sys
 import tempfile
@@ -44,8 +45,9 @@ def bench_table(rows: int, seed: int = SEED) -> Any:
     )
 
 
-def _jvm_cpu_seconds() -> float | None:
-    """CPU seconds (user + system) used so far by the JVMs this process started (Linux only).
+def _spark_cpu_seconds() -> float | None:
+    """CPU seconds (user + system) used so far by the JVMs this process started and their Python
+    workers (Linux only).
 
     Wall time is at the mercy of whatever else runs on the machine; CPU time much less so.
     """
@@ -75,17 +77,17 @@ def _jvm_cpu_seconds() -> float | None:
         if pid not in stats:
             continue
         name, *fields = stats[pid]
-        if name == "java":
+        if name == "java" or name.startswith("python"):
             total += int(fields[11]) + int(fields[12])  # utime, stime
     return total / ticks if total else None
 
 
 def _timed(hash_frame: Any, df: Any) -> tuple[float, float | None, Any]:
-    cpu_before = _jvm_cpu_seconds()
+    cpu_before = _spark_cpu_seconds()
     start = time.perf_counter()
     result = hash_frame(df)
     elapsed = time.perf_counter() - start
-    cpu_after = _jvm_cpu_seconds()
+    cpu_after = _spark_cpu_seconds()
     cpu = None if cpu_before is None or cpu_after is None else cpu_after - cpu_before
     return elapsed, cpu, result
 
@@ -101,9 +103,25 @@ def run_spark_bench(spark: Any, rows: int = 1_000_000, repeats: int = 3) -> dict
     from ubunye.adapters.spark.content_hash import fingerprint_spark as reference_fingerprint
 
     from ubunye_core import fingerprint
-    from ubunye_core.hashing.spark import fingerprint_spark
+    from ubunye_core.hashing.spark import SPARK_ENGINE_ENV, fingerprint_spark, spark_line_engine
 
-    contenders = {"ours": fingerprint_spark, "reference": reference_fingerprint}
+    def ours_to_json(df: Any) -> Any:
+        """Ours with every line written by to_json on the JVM (the fallback engine)."""
+        before = os.environ.get(SPARK_ENGINE_ENV)
+        os.environ[SPARK_ENGINE_ENV] = "jvm"
+        try:
+            return fingerprint_spark(df)
+        finally:
+            if before is None:
+                del os.environ[SPARK_ENGINE_ENV]
+            else:
+                os.environ[SPARK_ENGINE_ENV] = before
+
+    contenders = {
+        "ours": fingerprint_spark,
+        "ours_to_json": ours_to_json,
+        "reference": reference_fingerprint,
+    }
     with tempfile.TemporaryDirectory(prefix="ubunye-spark-bench-") as folder:
         path = Path(folder) / "table.parquet"
         pq.write_table(bench_table(rows), path)
@@ -122,6 +140,7 @@ def run_spark_bench(spark: Any, rows: int = 1_000_000, repeats: int = 3) -> dict
                 if result != digests[name]:
                     raise RuntimeError(f"{name} gave two different digests for one frame")
     ours, reference = digests["ours"], digests["reference"]
+    median_to_json = statistics.median(seconds["ours_to_json"])
     median_ours = statistics.median(seconds["ours"])
     median_reference = statistics.median(seconds["reference"])
     cpu_ratio = (
@@ -137,15 +156,30 @@ def run_spark_bench(spark: Any, rows: int = 1_000_000, repeats: int = 3) -> dict
         "median_ours": median_ours,
         "median_reference": median_reference,
         "ratio_reference_over_ours": median_reference / median_ours,
-        "jvm_cpu_seconds_ours": cpu_seconds["ours"],
-        "jvm_cpu_seconds_reference": cpu_seconds["reference"],
-        "jvm_cpu_ratio_reference_over_ours": cpu_ratio,
-        "digests_equal": (ours.data_hash, ours.schema_hash, ours.row_count)
-        == (reference.data_hash, reference.schema_hash, reference.row_count),
+        "spark_cpu_seconds_ours": cpu_seconds["ours"],
+        "spark_cpu_seconds_reference": cpu_seconds["reference"],
+        "spark_cpu_ratio_reference_over_ours": cpu_ratio,
+        "engine": spark_line_engine(),
+        "median_ours_to_json": median_to_json,
+        "ratio_reference_over_ours_to_json": median_reference / median_to_json,
+        "digests_equal": all(
+            (d.data_hash, d.schema_hash, d.row_count)
+            == (reference.data_hash, reference.schema_hash, reference.row_count)
+            for d in digests.values()
+        ),
         "arrow_digest_equal": (arrow_digest.data_hash, arrow_digest.row_count)
         == (ours.data_hash, ours.row_count),
         "data_hash": ours.data_hash,
+        "java": java_version(spark),
     }
+
+
+def java_version(spark: Any) -> str:
+    """The Java version the executors run (Spark's own Double.toString depends on it)."""
+    from pyspark.sql import functions as F
+
+    prop = F.reflect(F.lit("java.lang.System"), F.lit("getProperty"), F.lit("java.version"))
+    return str(spark.range(1).select(prop).collect()[0][0])
 
 
 def _local_session() -> Any:
@@ -161,6 +195,9 @@ def main() -> None:
     parser.add_argument("--rows", type=int, default=1_000_000)
     parser.add_argument("--repeats", type=int, default=5)
     args = parser.parse_args()
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from hash_bench import cpu_description
+
     spark = _local_session()
     try:
         result = run_spark_bench(spark, rows=args.rows, repeats=args.repeats)
@@ -170,19 +207,30 @@ def main() -> None:
     def listed(values: list[float]) -> str:
         return ", ".join(f"{value:.2f}" for value in values)
 
-    print(f"rows: {result['rows']:,}  repeats: {result['repeats']}  (Spark local[2])")
+    print(
+        f"{cpu_description()}; rows: {result['rows']:,}  repeats: {result['repeats']}  "
+        f"(Spark local[2], Java {result['java']}, engine {result['engine']})"
+    )
     print(f"ours      median {result['median_ours']:.3f} s  [{listed(result['seconds_ours'])}]")
+    print(
+        f"ours, to_json lines (UBUNYE_SPARK_ENGINE=jvm) median "
+        f"{result['median_ours_to_json']:.3f} s: ratio reference/it "
+        f"{result['ratio_reference_over_ours_to_json']:.2f}"
+    )
     print(
         f"reference median {result['median_reference']:.3f} s"
         f"  [{listed(result['seconds_reference'])}]"
     )
     print(f"ratio reference/ours (wall): {result['ratio_reference_over_ours']:.2f}")
-    if result["jvm_cpu_ratio_reference_over_ours"] is not None:
+    if result["spark_cpu_ratio_reference_over_ours"] is not None:
         print(
-            f"JVM CPU seconds ours [{listed(result['jvm_cpu_seconds_ours'])}]"
-            f"  reference [{listed(result['jvm_cpu_seconds_reference'])}]"
+            f"CPU seconds (JVM and Python workers) ours "
+            f"[{listed(result['spark_cpu_seconds_ours'])}]"
+            f"  reference [{listed(result['spark_cpu_seconds_reference'])}]"
         )
-        print(f"ratio reference/ours (JVM CPU): {result['jvm_cpu_ratio_reference_over_ours']:.2f}")
+        print(
+            f"ratio reference/ours (Spark CPU): {result['spark_cpu_ratio_reference_over_ours']:.2f}"
+        )
     print(f"digests equal: {result['digests_equal']}  ({result['data_hash']})")
     print(f"our Arrow digest of the same Parquet equal: {result['arrow_digest_equal']}")
     if not result["digests_equal"]:

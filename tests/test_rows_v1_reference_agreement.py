@@ -351,6 +351,31 @@ def test_doubles_and_floats_are_written_as_java_writes_them(values, singles_) ->
     assert_same_fingerprint(fingerprint(table), reference.fingerprint(table))
 
 
+@pytest.mark.parametrize(
+    "table",
+    [
+        pa.table({"flag": [True, False]}),
+        pa.table(
+            {
+                "a": [True, False, True],
+                "b": [1.0, float("nan"), 2.5],
+                "c": [False, False, True],
+                "d": [float("-inf"), 0.0, float("inf")],
+            }
+        ),
+    ],
+    ids=["one_bool", "bools_and_doubles_side_by_side"],
+)
+def test_lines_of_choice_texts_with_their_heads_written_in_match_the_spec(
+    table: pa.Table,
+) -> None:
+    # Booleans and double suffixes are a choice of a few texts; the heads beside them are
+    # written into those texts, up to lines with no other part at all.
+    spec = arrow_canonical_lines(table)
+    assert spec == reference_lines(table)
+    assert vectorised_lines(table) == spec
+
+
 # pandas --------------------------------------------------------------------------
 
 

@@ -279,13 +279,61 @@ TIMES = pa.table(
 )
 
 
+@pytest.fixture(params=["auto", "jvm"], ids=["arrow_workers", "to_json"])
+def line_engine(request: Any, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Each test using it runs with the lines written in Python workers and on the JVM."""
+    monkeypatch.setenv(spark_hashing.SPARK_ENGINE_ENV, request.param)
+    return request.param
+
+
 @pytest.mark.parametrize(
     "table",
     [NESTED, NUMBERS, DECIMALS, AWKWARD_TEXT, TIMES],
     ids=["nested", "numbers", "decimals", "awkward_text", "times"],
 )
-def test_spark_gives_the_arrow_and_the_reference_digest(spark: Any, table: pa.Table) -> None:
+def test_spark_gives_the_arrow_and_the_reference_digest(
+    spark: Any, table: pa.Table, line_engine: str
+) -> None:
     assert_same_digest_everywhere(spark, table)
+
+
+def test_the_arrow_workers_give_the_arrow_digest_on_any_java(
+    spark: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Doubles Java before 19 writes otherwise: the workers write them as the Arrow path does.
+    monkeypatch.setenv(spark_hashing.SPARK_ENGINE_ENV, "arrow")
+    table = pa.table({"x": pa.array(PORTABLE_DOUBLES + JAVA_19_DOUBLES, pa.float64())})
+    assert digest_of(fingerprint_spark(spark_frame(spark, table))) == arrow_digest(table)
+
+
+def test_auto_hashes_on_the_jvm_when_the_workers_cannot_import_the_hasher(
+    spark: Any, monkeypatch: pytest.MonkeyPatch, tmp_path: Any
+) -> None:
+    import importlib
+    import sys
+
+    from ubunye_core.hashing import spark_arrow
+
+    # A module only the driver can import stands in for a worker without ubunye_core.
+    (tmp_path / "driver_only_hasher.py").write_text(
+        "def partition_lane_pieces(*args):\n    raise AssertionError('never runs')\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    driver_only = importlib.import_module("driver_only_hasher")
+    monkeypatch.setattr(spark_arrow, "partition_lane_pieces", driver_only.partition_lane_pieces)
+    df = spark_frame(spark, NUMBERS)
+    monkeypatch.setenv(spark_hashing.SPARK_ENGINE_ENV, "arrow")
+    with pytest.raises(Exception, match="No module named 'driver_only_hasher'"):
+        fingerprint_spark(df)
+    monkeypatch.setenv(spark_hashing.SPARK_ENGINE_ENV, "auto")
+    assert digest_of(fingerprint_spark(df)) == arrow_digest(NUMBERS)
+    sys.modules.pop("driver_only_hasher", None)
+
+
+def test_an_unknown_spark_engine_setting_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(spark_hashing.SPARK_ENGINE_ENV, "gpu")
+    with pytest.raises(ValueError, match="UBUNYE_SPARK_ENGINE must be auto, arrow or jvm"):
+        spark_hashing.spark_line_engine()
 
 
 def test_java_float_boundaries_agree_with_arrow_on_java_19_or_later(spark: Any) -> None:
@@ -350,7 +398,9 @@ def test_ansi_mode_does_not_change_the_digest(spark: Any, ansi: str) -> None:
 
 
 @pytest.mark.parametrize("zone", ["UTC", "Asia/Kathmandu", "Pacific/Chatham"])
-def test_the_session_time_zone_does_not_change_the_digest(spark: Any, zone: str) -> None:
+def test_the_session_time_zone_does_not_change_the_digest(
+    spark: Any, zone: str, line_engine: str
+) -> None:
     expected = arrow_digest(TIMES)
     with session_conf(spark, "spark.sql.session.timeZone", zone):
         assert digest_of(fingerprint_spark(spark_frame(spark, TIMES))) == expected
@@ -419,7 +469,7 @@ def test_null_is_not_nan(spark: Any) -> None:
     )
 
 
-def test_every_row_counts_and_an_empty_frame_has_zero_sums(spark: Any) -> None:
+def test_every_row_counts_and_an_empty_frame_has_zero_sums(spark: Any, line_engine: str) -> None:
     empty = NUMBERS.slice(0, 0)
     fp = fingerprint_spark(spark_frame(spark, empty))
     assert fp.row_count == 0
@@ -434,7 +484,7 @@ def test_a_frame_without_columns_counts_rows_with_zero_sums(spark: Any) -> None:
     assert digest_of(fp) == arrow_digest(no_columns)
 
 
-def test_awkward_column_names_are_hashed_as_written(spark: Any) -> None:
+def test_awkward_column_names_are_hashed_as_written(spark: Any, line_engine: str) -> None:
     names = ["a.b", "c`d", "e f", "`g`", "A", "a"]
     table = pa.table({name: pa.array([index, None]) for index, name in enumerate(names)})
     with session_conf(spark, "spark.sql.caseSensitive", "false"):

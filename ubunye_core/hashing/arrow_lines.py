@@ -13,6 +13,7 @@ from __future__ import annotations
 import binascii
 from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from ubunye_core.hashing.canonical import (
@@ -47,6 +48,26 @@ _FOUR_DIGIT_YEARS_US = (-30_610_224_000_000_000, 253_402_300_800_000_000)
 
 #: First and last date32 day numbers rows-v1 writes (0001-01-01 and 9999-12-31).
 _DATE32_RANGE = (-719_162, 2_932_896)
+
+
+@dataclass(frozen=True)
+class _Choices:
+    """A line part that is one of a few texts per row: ``options[codes[row]]``.
+
+    Fixed texts on either side are written into every option, so they cost the line's final
+    join no part of their own; ``codes`` is an int8 array without nulls.
+    """
+
+    codes: pa.Array
+    options: tuple[str, ...]
+
+    def around(self, before: str = "", after: str = "") -> _Choices:
+        return _Choices(self.codes, tuple(before + option + after for option in self.options))
+
+    def texts(self) -> pa.Array:
+        import pyarrow as pa
+
+        return pa.array(self.options, pa.string()).take(self.codes)
 
 
 def table_slices(table: pa.Table, names: Sequence[str]) -> Iterator[pa.RecordBatch]:
@@ -381,6 +402,8 @@ def _member_pieces(col: pa.Array, kind: str, head: str) -> list | None:
     t = col.type
     if col.null_count or len(col) == 0 or plain_type(t) != t:
         return None
+    if pa.types.is_boolean(t):
+        return [head, _Choices(pc.cast(col, pa.int8()), ("false", "true"))]
     if pa.types.is_floating(t) and kind == canonical_type(t):
         return _float_pieces(col, head)
     if pa.types.is_timestamp(t):
@@ -431,8 +454,7 @@ def _float_pieces(col: pa.Array, head: str) -> list | None:
         code[wide == np.inf] = 3
         code[wide == -np.inf] = 4
         col = pa.array(values, col.type, mask=special)  # their digits are left out
-    suffixes = pa.array(["", ".0", '"NaN"', '"Infinity"', '"-Infinity"'], pa.string())
-    suffix = suffixes.take(pa.array(code))
+    suffix = _Choices(pa.array(code), ("", ".0", '"NaN"', '"Infinity"', '"-Infinity"'))
     return [head, pc.cast(col, pa.string()), suffix]
 
 
@@ -574,13 +596,20 @@ def _part_lines(batch: pa.RecordBatch, kinds: Sequence[str]) -> pa.Array:
         return pa.array(["{}"] * batch.num_rows, pa.string())
     if not opened:
         parts.insert(0, "{")
-    # Neighbouring texts are one part: the join's cost grows with its parts, text or not.
+    # Neighbouring texts are one part, and texts next to a choice of texts go into it: the
+    # join's cost grows with its parts, text or not.
     joined: list = []
     for part in [*parts, "}"]:
-        if isinstance(part, str) and joined and isinstance(joined[-1], str):
+        last = joined[-1] if joined else None
+        if isinstance(part, str) and isinstance(last, str):
             joined[-1] += part
+        elif isinstance(part, str) and isinstance(last, _Choices):
+            joined[-1] = last.around(after=part)
+        elif isinstance(part, _Choices) and isinstance(last, str):
+            joined[-1] = part.around(before=last)
         else:
             joined.append(part)
+    joined = [part.texts() if isinstance(part, _Choices) else part for part in joined]
     # Not null_handling="skip": some pyarrow versions drop rows where every input is null.
     body = pc.binary_join_element_wise(*joined, "", null_handling="replace", null_replacement="")
     if not isinstance(body, pa.Array):  # every part was a scalar: impossible with a column

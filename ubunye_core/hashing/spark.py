@@ -1,21 +1,28 @@
 """rows-v1 on Spark: one aggregation on the cluster, a handful of numbers back to the driver.
 
-Spark writes each row's line itself: ``to_json`` of a struct holding the columns in name order,
-after every map's entries are put in key order. The SHA-256 of the line gives two 64-bit lanes; each
+Two ways to write the lines, one digest. By default (``UBUNYE_SPARK_ENGINE=auto``) each
+partition reaches a Python worker as Arrow batches (``mapInArrow``) and the Arrow path writes and
+hashes its lines there (:mod:`ubunye_core.hashing.spark_arrow`): about twice as fast as Spark's
+own ``to_json``, which pays a JSON generator per row. When the workers cannot import
+``ubunye_core`` (``jvm``, or ``auto`` after such a failure), Spark writes each line itself:
+``to_json`` of a struct holding the columns in name order, after every map's entries are put in
+key order, hashed by ``sha2``. Either way the SHA-256 of the line gives two 64-bit lanes; each
 lane is cut into three pieces of at most 22 bits, and the pieces are summed as ``long``. A piece
 sum cannot leave the ``long`` range before 2**41 rows, so the sums are exact whether or not ANSI
 mode is on, and the driver rebuilds each lane sum modulo 2**64 from its three piece sums.
 
 Works on classic and Spark Connect DataFrames alike: only the DataFrame and functions API is used.
 
-Doubles and floats are written by Java's ``Double.toString`` / ``Float.toString``. Before Java 19
-those are not always the shortest round trip (about 0.3% of arbitrary bit patterns, and values
-such as 1e23), so on Java 17 such a value gives another line than the Arrow path writes; on
-Java 19 or later (21, 25) Spark and Arrow agree on every value.
+On the JVM path doubles and floats are written by Java's ``Double.toString`` /
+``Float.toString``. Before Java 19 those are not always the shortest round trip (about 0.3% of
+arbitrary bit patterns, and values such as 1e23), so on Java 17 such a value gives another line
+than the Arrow path writes; on Java 19 or later (21, 25) Spark and Arrow agree on every value.
+The Python workers write the Arrow path's text on any Java.
 """
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -36,6 +43,11 @@ CANONICAL_JSON_OPTIONS = {
     "ignoreNullFields": "true",
     "writeNonAsciiCharacterAsCodePoint": "false",
 }
+
+#: Setting (environment variable) for where Spark writes the lines: ``auto`` (default), ``arrow``
+#: (the Arrow path in Spark's Python workers) or ``jvm`` (``to_json`` and ``sha2`` on the JVM).
+SPARK_ENGINE_ENV = "UBUNYE_SPARK_ENGINE"
+SPARK_ENGINES = ("auto", "arrow", "jvm")
 
 #: Bit widths of a lane's pieces, most significant first; they add up to 64.
 PIECE_BITS = (22, 21, 21)
@@ -128,6 +140,14 @@ def fingerprint_spark(df: Any) -> Fingerprint:
     return fingerprint_of_sketch(spark_sketch(df))
 
 
+def spark_line_engine() -> str:
+    """Where Spark lines are written: ``UBUNYE_SPARK_ENGINE`` (``auto``, ``arrow`` or ``jvm``)."""
+    wanted = os.environ.get(SPARK_ENGINE_ENV, "auto").strip().lower() or "auto"
+    if wanted not in SPARK_ENGINES:
+        raise ValueError(f"{SPARK_ENGINE_ENV} must be auto, arrow or jvm, not {wanted!r}")
+    return wanted
+
+
 def spark_row_count_and_lane_sums(df: Any) -> tuple[int, tuple[int, int]]:
     """Row count and the two lane sums (modulo 2**64) of ``df``'s canonical lines, in one job."""
     sketch = spark_sketch(df)
@@ -137,17 +157,55 @@ def spark_row_count_and_lane_sums(df: Any) -> tuple[int, tuple[int, int]]:
 def spark_sketch(df: Any) -> Sketch:
     """Per-bucket row counts and lane sums of ``df``'s canonical lines, in one job.
 
-    A grouped aggregation by the first byte of each line's SHA-256: at most 256 rows of seven
-    numbers come back to the driver, never the data.
+    ``auto`` hashes in Spark's Python workers with the Arrow path and, when a worker cannot
+    import ``ubunye_core`` or ``pyarrow``, once more on the JVM with ``to_json``. Either way a
+    grouped aggregation by bucket brings at most 256 rows of seven numbers to the driver.
     """
     from pyspark.sql import functions as F
 
-    from ubunye_core.sketch import BUCKETS, Sketch
+    from ubunye_core.sketch import Sketch
 
     pairs = spark_schema_pairs(df)
     if not df.schema.fields:
         # rows-v1: a table without columns has lane sums of zero; only its rows are counted.
         return Sketch.of_rows_only(pairs, int(df.agg(F.count(F.lit(1))).collect()[0][0]))
+    engine = spark_line_engine()
+    if engine != "jvm":
+        from ubunye_core.hashing.spark_arrow import arrow_worker_bucket_rows
+
+        _refuse_duplicate_names(df.columns)
+        try:
+            rows = arrow_worker_bucket_rows(df, pairs, PIECE_SHIFTS, PIECE_BITS)
+        except Exception as exc:
+            if engine == "arrow" or not _workers_cannot_import(exc):
+                raise
+        else:
+            return sketch_of_bucket_rows(pairs, rows)
+    return sketch_of_bucket_rows(pairs, _to_json_bucket_rows(df))
+
+
+def sketch_of_bucket_rows(pairs: Sequence[tuple[str, str]], rows: Sequence[Any]) -> Sketch:
+    """The sketch from rows of (bucket, row count, lane A's three piece sums, lane B's)."""
+    from ubunye_core.sketch import BUCKETS, Sketch
+
+    totals = [[0] * BUCKETS for _ in range(3)]
+    for row in rows:
+        bucket = int(row[0])
+        totals[0][bucket] = int(row[1] or 0)
+        totals[1][bucket], totals[2][bucket] = lane_sums_from_piece_sums(list(row[2:]))
+    return Sketch.from_arrays(pairs, totals)
+
+
+def _workers_cannot_import(error: BaseException) -> bool:
+    """True when a Spark job failed because a Python worker lacks a module it needs."""
+    return "ModuleNotFoundError" in str(error) or "No module named" in str(error)
+
+
+def _to_json_bucket_rows(df: Any) -> list[Any]:
+    """Per bucket: row count and lane piece sums, every line written by ``to_json`` and hashed
+    on the JVM."""
+    from pyspark.sql import functions as F
+
     piece_sums = [
         F.sum(_lane_piece(F.col(lane), shift, bits)).alias(f"{lane}{shift}")
         for lane in ("a", "b")
@@ -161,13 +219,7 @@ def spark_sketch(df: Any) -> Sketch:
     )
     # The bucket is the top byte of lane A: one shift, no second parse of the text.
     bucket = F.shiftrightunsigned(F.col("a"), 56).cast("int").alias("bucket")
-    grouped = lanes.groupBy(bucket).agg(F.count(F.lit(1)).alias("rows"), *piece_sums)
-    totals = [[0] * BUCKETS for _ in range(3)]
-    for row in grouped.collect():
-        bucket = int(row[0])
-        totals[0][bucket] = int(row[1])
-        totals[1][bucket], totals[2][bucket] = lane_sums_from_piece_sums(list(row[2:]))
-    return Sketch.from_arrays(pairs, totals)
+    return lanes.groupBy(bucket).agg(F.count(F.lit(1)).alias("rows"), *piece_sums).collect()
 
 
 def spark_canonical_lines(df: Any) -> Any:
