@@ -1,12 +1,14 @@
-"""Regenerate the README's example outputs (the record, `lineage trace`, `lineage compare`) from a
-real run, or check that they still agree with one.
+"""Regenerate the documented example outputs (the record, `lineage trace`, `lineage compare`,
+`lineage diff`) from a real run, or check that they still agree with one.
 
 A small shop is materialised twice in a temporary folder through `UbunyeIOManager`: `sales/raw`
-and `sales/orders`, whose filter is edited between the runs. Each README block follows a marker
-line `<!-- readme-example: <name> -->` and is replaced whole.
+and `sales/orders`, whose filter is edited between the runs. The example project's
+`sales/price_list` (a Delta table) is materialised twice, the second time with its price rise,
+for `lineage diff`. Each block, in README.md or any page under docs/, follows a marker line
+`<!-- readme-example: <name> -->` and is replaced whole.
 
-    python scripts/readme_examples.py            # rewrite the blocks in README.md
-    python scripts/readme_examples.py --check    # exit 1 when README and a fresh run disagree
+    python scripts/readme_examples.py            # rewrite the blocks where they are
+    python scripts/readme_examples.py --check    # exit 1 when a block and a fresh run disagree
 
 Run ids, times, durations, digests and package versions change from run to run and machine to
 machine; `--check` compares the blocks with those normalised.
@@ -29,6 +31,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 README = ROOT / "README.md"
+DOCS = ROOT / "docs"
 MARKER = re.compile(
     r"^<!-- readme-example: (?P<name>[a-z-]+) -->\n```(?P<lang>\w*)\n.*?^```\n", re.M | re.S
 )
@@ -57,8 +60,17 @@ ASSETS = textwrap.dedent(
 MINIMUMS = ("5.0", "10.0")
 #: Record keys shown for each input and output step (the rest is abridged to "…").
 STEP_KEYS = ("name", "direction", "format", "row_count", "schema_hash", "data_hash", "hash_method")
+#: The `lineage diff` shown: the example's price rise, as its quick start prints it.
+DIFF_ARGS = ("diff", "-u", "example_shop", "--asset", "sales/price_list")
+DIFF_ARGS += ("--key", "product_id", "--limit", "3")
 #: Packages shown in the environment (the rest is abridged).
 SHOWN_PACKAGES = ("pandas", "dagster")
+
+
+def documents() -> dict[Path, str]:
+    """README.md and every page under docs/, by path: the places a marked block may live."""
+    paths = [README, *sorted(DOCS.rglob("*.md"))]
+    return {path: path.read_text(encoding="utf-8") for path in paths}
 
 
 def materialise_twice(workdir: Path) -> None:
@@ -79,14 +91,38 @@ def materialise_twice(workdir: Path) -> None:
         assert result.success
 
 
-def cli_output(*args: str) -> str:
-    """What `ubunye-dagster lineage ...` prints, run in this process."""
+def materialise_price_rise() -> None:
+    """The example project's `sales/price_list` (a Delta table) materialised from the shipped
+    products, then again with its price rise, as `python -m example_project` does."""
+    import dagster as dg
+
+    if str(ROOT) not in sys.path:  # the example project is a folder of the repository
+        sys.path.insert(0, str(ROOT))
+    from example_project.assets import raw, sales
+    from example_project.definitions import USECASE
+    from example_project.run import PRICE_RISE
+    from ubunye_dagster import UbunyeIOManager, UbunyeResource
+
+    ubunye = UbunyeResource(usecase_dir=".", usecase=USECASE)
+    resources = {
+        "io_manager": UbunyeIOManager(base_path="data", ubunye=ubunye),
+        "delta_io_manager": UbunyeIOManager(base_path="data", ubunye=ubunye, format="delta"),
+    }
+    for rise in ({}, PRICE_RISE):
+        config = {"ops": {"sales__price_list": {"config": rise}}}
+        assets = [raw.raw_tables, sales.price_list]
+        assert dg.materialize(assets, resources=resources, run_config=config).success
+
+
+def cli_output(*args: str, allowed: tuple[int, ...] = (0,)) -> str:
+    """What `ubunye-dagster lineage ...` prints, run in this process (`allowed`: the exit
+    statuses that are not a failure)."""
     from ubunye_core.cli import main
 
     out = io.StringIO()
     with contextlib.redirect_stdout(out):
         code = main(["lineage", *args, "-d", "."])
-    if code != 0:
+    if code not in allowed:
         raise SystemExit(f"ubunye-dagster lineage {' '.join(args)} failed ({code})")
     return out.getvalue()
 
@@ -156,6 +192,11 @@ def fresh_blocks() -> dict[str, str]:
                 "trace": trimmed_trace(cli_output("trace", "--asset", "sales/orders")),
                 "compare": cli_output("compare", "--asset", "sales/orders"),
             }
+            materialise_price_rise()
+            # Exit status 1: the two versions differ, as they should.
+            diffed = cli_output(*DIFF_ARGS, allowed=(1,))
+            shown = " ".join(("diff", "-d", ".", *DIFF_ARGS[1:]))
+            blocks["diff"] = f"$ ubunye-dagster lineage {shown}\n{diffed}"
         finally:
             os.chdir(previous)
         real = str(workdir.resolve())
@@ -163,15 +204,24 @@ def fresh_blocks() -> dict[str, str]:
 
 
 def readme_blocks(text: str) -> dict[str, str]:
-    """The README's example blocks by marker name (the text inside the fence)."""
+    """A document's example blocks by marker name (the text inside the fence)."""
     return {
         match["name"]: match.group(0).split("\n", 2)[2].rsplit("```", 1)[0]
         for match in MARKER.finditer(text)
     }
 
 
+def shown_blocks(texts: dict[Path, str]) -> dict[str, tuple[Path, str]]:
+    """Every document's example blocks by marker name, with the document each is in."""
+    return {
+        name: (path, block)
+        for path, text in texts.items()
+        for name, block in readme_blocks(text).items()
+    }
+
+
 def rewritten(text: str, blocks: dict[str, str]) -> str:
-    """The README with each marked block replaced by its fresh text."""
+    """A document with each of its marked blocks replaced by its fresh text."""
 
     def replace(match: re.Match[str]) -> str:
         body = blocks[match["name"]]
@@ -180,35 +230,44 @@ def rewritten(text: str, blocks: dict[str, str]) -> str:
     return MARKER.sub(replace, text)
 
 
+#: Durations in seconds (`0.056s`, `"seconds": 0.009422`).
+_DURATION = re.compile(r"\b\d+\.\d+(?=s\b|[\s,)}\]]|$)", re.M)
 _VOLATILE = [
     (re.compile(r"sha256:[0-9a-f]{6,64}…?"), "sha256:<digest>"),
     (re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}…?"), "<run id>"),
     (re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:[+-]\d\d:\d\d|Z)?"), "<time>"),
     (re.compile(r'("(?:python|pandas|dagster)": ")[^"]+'), r"\1<version>"),
     (re.compile(r"(: )\d+\.\d+\.\d+\S*"), r"\1<version>"),
-    (re.compile(r"\b\d+\.\d+(?=s\b|[\s,)}\]]|$)", re.M), "<seconds>"),
+    (_DURATION, "<seconds>"),
     (re.compile(r"[ ━─═]+"), " "),
 ]
 
 
-def normalised(text: str) -> str:
+#: Blocks that show no durations: their decimal numbers are data, compared as they are.
+NO_DURATIONS = {"diff"}
+
+
+def normalised(text: str, name: str = "") -> str:
     """``text`` with what changes between runs and machines replaced by placeholders (and runs of
-    spaces and rules collapsed, as table widths follow them)."""
+    spaces and rules collapsed, as table widths follow them); block ``name`` in `NO_DURATIONS`
+    keeps its decimal numbers."""
     for pattern, replacement in _VOLATILE:
-        text = pattern.sub(replacement, text)
+        if not (name in NO_DURATIONS and pattern is _DURATION):
+            text = pattern.sub(replacement, text)
     return text
 
 
-def disagreements(readme: str, fresh: dict[str, str]) -> list[str]:
-    """Unified diffs of each README block that a fresh run does not reproduce (normalised)."""
-    shown = readme_blocks(readme)
-    problems = [f"README has no block marked {name!r}\n" for name in fresh if name not in shown]
+def disagreements(texts: dict[Path, str], fresh: dict[str, str]) -> list[str]:
+    """Unified diffs of each documented block that a fresh run does not reproduce
+    (normalised), and a line for each fresh block no document shows."""
+    shown = shown_blocks(texts)
+    problems = [f"no document has a block marked {name!r}\n" for name in fresh if name not in shown]
     for name, text in fresh.items():
-        if name in shown and normalised(shown[name]) != normalised(text):
+        if name in shown and normalised(shown[name][1], name) != normalised(text, name):
             diff = difflib.unified_diff(
-                normalised(shown[name]).splitlines(),
-                normalised(text).splitlines(),
-                f"README {name}",
+                normalised(shown[name][1], name).splitlines(),
+                normalised(text, name).splitlines(),
+                f"{shown[name][0].relative_to(ROOT)} {name}",
                 f"fresh {name}",
                 lineterm="",
             )
@@ -220,14 +279,16 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--check", action="store_true", help="compare, do not rewrite")
     args = parser.parse_args(argv)
-    readme = README.read_text(encoding="utf-8")
+    texts = documents()
     fresh = fresh_blocks()
     if args.check:
-        problems = disagreements(readme, fresh)
-        sys.stdout.write("".join(problems) or "README examples agree with a fresh run\n")
+        problems = disagreements(texts, fresh)
+        sys.stdout.write("".join(problems) or "documented examples agree with a fresh run\n")
         return 1 if problems else 0
-    README.write_text(rewritten(readme, fresh), encoding="utf-8")
-    print(f"rewrote {', '.join(fresh)} in {README}")
+    for path, text in texts.items():
+        if readme_blocks(text):
+            path.write_text(rewritten(text, fresh), encoding="utf-8")
+            print(f"rewrote {', '.join(readme_blocks(text))} in {path.relative_to(ROOT)}")
     return 0
 
 
