@@ -182,7 +182,7 @@ class Judgement(BaseModel):
         return self.reason
 
     def outcome(self, flag_reasons: Iterable[str] = DEFAULT_FLAG_REASONS) -> str:
-        """The verdict in one phrase, as README, CLI and sensor show it:
+        """The verdict in one phrase, as the docs, the CLI and the sensor show it:
         `explained (inputs changed: raw/orders)`, `drift (same inputs)`, `unchanged`."""
         if self.verdict is Verdict.UNCHANGED:
             return Verdict.UNCHANGED.value
