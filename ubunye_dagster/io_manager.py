@@ -63,6 +63,7 @@ from ubunye_dagster.session import (
     save_running_records,
 )
 from ubunye_dagster.strict_fields import refuse_unknown_fields
+from ubunye_dagster.summary import summary_metadata
 
 EXTENSION = ".parquet"
 _PLAIN_SEGMENT = re.compile(r"^[A-Za-z0-9_=+@,-][A-Za-z0-9_.=+@,-]*$")
@@ -283,6 +284,18 @@ class UbunyeIOManager(dg.ConfigurableIOManager):
             partition_key=target.partition_key,
             expectation_results=write.results,
         )
+        if context.has_asset_key:
+            metadata.update(
+                summary_metadata(
+                    internals.instance_of(context.step_context),
+                    context.asset_key,
+                    target.partition_key,
+                    target.open_record.record,
+                    write.output_step(),
+                    record_path=record_path,
+                    input_asset_keys=input_asset_keys,
+                )
+            )
         # Keys the storage already stated (a wrapped IO manager's row count) keep its value.
         logged = context.get_logged_metadata()
         context.add_output_metadata({k: v for k, v in metadata.items() if k not in logged})
