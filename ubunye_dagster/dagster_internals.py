@@ -23,6 +23,7 @@ from dagster._core.definitions.unresolved_asset_job_definition import (
     UnresolvedAssetJobDefinition,
 )
 from dagster._core.execution.context.system import StepExecutionContext
+from dagster._record import replace as replace_record
 
 from ubunye_core.store import encode_name
 from ubunye_dagster.identity import package_for_group
@@ -369,3 +370,9 @@ def report_check_evaluations(
             DagsterEvent.asset_check_evaluation(step_context, evaluation)
             logged += 1
     return logged
+
+
+def definitions_with_assets(defs: dg.Definitions, assets: list[Any]) -> dg.Definitions:
+    """The same Definitions (resources, jobs, sensors, executor, metadata, ...) with ``assets``
+    instead of its own (Dagster offers no public copy of a Definitions with its assets changed)."""
+    return replace_record(defs, assets=assets)

@@ -26,6 +26,7 @@ from ubunye_core.record import StepRecord
 from ubunye_core.sketch import combined_input_step
 from ubunye_core.store import encode_name
 from ubunye_dagster import dagster_internals as internals
+from ubunye_dagster.early_failures import record_early_failures
 from ubunye_dagster.expectation_checks import evaluation_metadata
 from ubunye_dagster.expectations import (
     ExpectationFailed,
@@ -205,10 +206,14 @@ class UbunyeIOManager(dg.ConfigurableIOManager):
 
         Dagster tears resources down whether or not a step failed (once per run in-process, once
         per step in a step's own process), and never calls ``handle_output`` after a failure. A
-        step that fails before touching the IO manager is recorded by ``with_error_records``.
+        step that fails before touching the IO manager is recorded by ``with_error_records``, or
+        here when its asset definition is watched (``watch_early_failures``: the component).
         """
         if context.run is not None:
             close_run(context.run.run_id)
+            record_early_failures(
+                context.instance, context.run, self.resource, self.resource.model_dump_json()
+            )
 
     # --- write -----------------------------------------------------------------------------
 
