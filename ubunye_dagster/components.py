@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import dagster as dg
-from pydantic import BaseModel, model_validator
+from pydantic import BaseModel, ConfigDict, model_validator
 
 from ubunye_dagster.adoption import DEFAULT_IO_MANAGER_KEY, ReceiptSettings, stored_by_default
 from ubunye_dagster.early_failures import watch_early_failures
@@ -51,6 +51,10 @@ def _strict_model(component: type[Any], derived: type[BaseModel]) -> type[BaseMo
     """The component's YAML model, refusing an unknown attribute with the closest valid name."""
 
     class Attributes(derived):  # type: ignore[misc, valid-type]
+        # The validator below refuses an unknown attribute with the closest name; forbidding
+        # extras in the schema would refuse it first, without naming one (`dg check yaml`).
+        model_config = ConfigDict(extra="allow")
+
         @model_validator(mode="before")
         @classmethod
         def _known_fields_only(cls, data: Any) -> Any:
