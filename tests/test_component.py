@@ -114,3 +114,22 @@ def test_an_unknown_attribute_is_refused_with_the_closest_valid_name(root, tmp_p
     checked = run_tool(root, tool("dg"), "check", "defs", cwd=copy)
     assert checked.returncode != 0
     assert "has no field 'base_pth' (did you mean 'base_path'?)" in checked.stdout + checked.stderr
+
+
+def test_the_components_definitions_record_an_early_failure_under_materialize_in_process(
+    root, tmp_path, monkeypatch
+):
+    project = project_of(root)
+    monkeypatch.syspath_prepend(str(project / "src"))
+    monkeypatch.chdir(tmp_path)  # the component's relative usecase_dir and base_path: here
+    monkeypatch.setenv(FEED_DOWN, "1")
+    defs = dg.load_from_defs_folder(project_root=project)
+
+    result = dg.materialize(
+        defs.assets, resources=defs.resources, selection="feed", raise_on_error=False
+    )
+
+    assert not result.success
+    [record] = LineageStore.for_usecase_dir(tmp_path).list_runs("dagster/intake/feed")
+    assert record.run_id == result.run_id and record.status == "error"
+    assert record.error == "ConnectionError: cannot reach https://api.example.com?api_key=***"

@@ -113,6 +113,12 @@ def watch_early_failures(
     return watched
 
 
+def forget_watched() -> None:
+    """Watch no asset definition any more (the teardown channel then reads no event)."""
+    with _WATCHED_LOCK:
+        _WATCHED.clear()
+
+
 def user_error_text(error: Any) -> str:
     """``"<Type>: <message>"`` of the user's exception in a step failure's error chain (Dagster's
     wrappers removed), credentials masked."""
