@@ -67,21 +67,12 @@ def test_a_step_failing_before_the_io_manager_is_recorded_under_materialize(loca
     assert balance.status == "success"
 
 
-def test_a_step_failing_before_the_io_manager_is_recorded_under_the_in_process_executor(
-    location, tmp_path
+@pytest.mark.parametrize("job_name", ["in_process_job", "multiprocess_job"])
+def test_a_step_failing_before_the_io_manager_is_recorded_under_either_executor(
+    location, tmp_path, job_name
 ):
     with dg.instance_for_test() as instance:
-        job = ReconstructableJob.for_file(str(LOCATION), "in_process_job")
-        result = dg.execute_job(job, instance=instance)
-    assert not result.success
-    assert_early_failure_recorded(tmp_path, result.run_id)
-
-
-def test_a_step_failing_before_the_io_manager_is_recorded_under_the_multiprocess_executor(
-    location, tmp_path
-):
-    with dg.instance_for_test() as instance:
-        job = ReconstructableJob.for_file(str(LOCATION), "multiprocess_job")
+        job = ReconstructableJob.for_file(str(LOCATION), job_name)
         result = dg.execute_job(job, instance=instance)
     assert not result.success
     assert_early_failure_recorded(tmp_path, result.run_id)

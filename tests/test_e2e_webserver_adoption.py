@@ -30,27 +30,35 @@ def workspace_file(tmp_path: Path, target: str, location: str, working_directory
     return workspace
 
 
+def run_failing_job(tmp_path: Path, workspace: Path, location: str, job: str, asset: str):
+    """Launch ``job`` under `dagster dev`; its run id, status, the latest materialisation of
+    ``asset`` and the log's tail."""
+    home = tmp_path / "home"
+    with DagsterDev(tmp_path / "dagster_home", home, workspace=workspace, location=location) as dev:
+        dev.wait_until_ready(timeout=180)
+        run_id = dev.launch_run(job)
+        status = dev.wait_for_run(run_id, timeout=240)
+        return run_id, status, dev.latest_materialisation([asset]), dev.log_tail()
+
+
+def assert_error_record(home: Path, task_path: str, run_id: str) -> None:
+    [failed] = LineageStore.for_usecase_dir(home).list_runs(task_path)
+    assert failed.run_id == run_id and failed.status == "error"
+    assert failed.error == "ConnectionError: cannot reach https://api.example.com?api_key=***"
+
+
 def test_a_definitions_adopted_in_one_line_keeps_receipts_and_early_failures_under_dagster_dev(
     tmp_path,
 ):
     workspace = workspace_file(
         tmp_path, f"python_file:\n      relative_path: {ONE_LINE}", "one_line", REPO_ROOT
     )
-    home = tmp_path / "home"
-    with DagsterDev(
-        tmp_path / "dagster_home", home, workspace=workspace, location="one_line"
-    ) as dev:
-        dev.wait_until_ready(timeout=180)
-        run_id = dev.launch_run("everything")
-        status = dev.wait_for_run(run_id, timeout=240)
-        balance = dev.latest_materialisation(["balance"])
-        log = dev.log_tail()
+    run_id, status, balance, log = run_failing_job(
+        tmp_path, workspace, "one_line", "everything", "balance"
+    )
 
     assert status == "FAILURE", log
-    store = LineageStore.for_usecase_dir(home)
-    [failed] = store.list_runs("dagster/intake/unreachable_source")
-    assert failed.run_id == run_id and failed.status == "error"
-    assert failed.error == "ConnectionError: cannot reach https://api.example.com?api_key=***"
+    assert_error_record(tmp_path / "home", "dagster/intake/unreachable_source", run_id)
     assert balance["run_id"] == run_id
     assert balance["metadata"][SUMMARY].startswith("**Not compared**")
 
@@ -69,18 +77,12 @@ def test_the_component_keeps_receipts_and_early_failures_under_dagster_dev(tmp_p
     workspace = workspace_file(
         tmp_path, f"python_module:\n      module_name: {PROJECT}.definitions", PROJECT, src
     )
-    with DagsterDev(tmp_path / "dagster_home", home, workspace=workspace, location=PROJECT) as dev:
-        dev.wait_until_ready(timeout=180)
-        run_id = dev.launch_run(ASSET_JOB)
-        status = dev.wait_for_run(run_id, timeout=240)
-        revenue = dev.latest_materialisation(["revenue"])
-        log = dev.log_tail()
+    run_id, status, revenue, log = run_failing_job(
+        tmp_path, workspace, PROJECT, ASSET_JOB, "revenue"
+    )
 
     assert status == "FAILURE", log
-    store = LineageStore.for_usecase_dir(home)
-    [failed] = store.list_runs("dagster/intake/feed")
-    assert failed.run_id == run_id and failed.status == "error"
-    assert failed.error == "ConnectionError: cannot reach https://api.example.com?api_key=***"
-    [recorded] = store.list_runs("dagster/sales/revenue")
+    assert_error_record(home, "dagster/intake/feed", run_id)
+    [recorded] = LineageStore.for_usecase_dir(home).list_runs("dagster/sales/revenue")
     assert recorded.status == "success" and recorded.inputs[0].source_note.startswith("verified:")
     assert revenue["run_id"] == run_id and SUMMARY in revenue["metadata"]

@@ -44,21 +44,19 @@ def plain_definitions(executor: dg.ExecutorDefinition | None = None) -> dg.Defin
 defs = with_ubunye(plain_definitions(), base_path=str(HOME / "data"), usecase_dir=str(HOME))
 
 
-def multiprocess_job() -> dg.JobDefinition:
-    """The adopted job under Dagster's multiprocess executor (rebuilt in each step process)."""
+def adopted_job(executor: dg.ExecutorDefinition) -> dg.JobDefinition:
+    """The adopted job under ``executor``."""
     adopted = with_ubunye(
-        plain_definitions(dg.multiprocess_executor),
-        base_path=str(HOME / "data"),
-        usecase_dir=str(HOME),
+        plain_definitions(executor), base_path=str(HOME / "data"), usecase_dir=str(HOME)
     )
     return adopted.resolve_job_def("everything")
+
+
+def multiprocess_job() -> dg.JobDefinition:
+    """The adopted job under Dagster's multiprocess executor (rebuilt in each step process)."""
+    return adopted_job(dg.multiprocess_executor)
 
 
 def in_process_job() -> dg.JobDefinition:
     """The adopted job under Dagster's in-process executor."""
-    adopted = with_ubunye(
-        plain_definitions(dg.in_process_executor),
-        base_path=str(HOME / "data"),
-        usecase_dir=str(HOME),
-    )
-    return adopted.resolve_job_def("everything")
+    return adopted_job(dg.in_process_executor)
