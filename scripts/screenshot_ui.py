@@ -87,7 +87,7 @@ def main(argv: list[str] | None = None) -> int:
             server.wait_until_ready()
             for _ in range(args.runs):
                 run_id = server.launch_run(MAIN_JOB, {"dagster/partition": DAYS[0]})
-                status = server.wait_for_run(run_id)
+                status = server.wait_for_run(run_id, timeout=900)
                 if status != "SUCCESS":
                     raise SystemExit(f"run {run_id} ended {status}:\n{server.log_tail()}")
             page = f"{server.url}/assets/{args.asset}"
