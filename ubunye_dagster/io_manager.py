@@ -289,9 +289,9 @@ class UbunyeIOManager(dg.ConfigurableIOManager):
             partition_key=target.partition_key,
             expectation_results=write.results,
         )
-        if context.has_asset_key:
-            metadata.update(
-                summary_metadata(
+        if context.has_asset_key:  # the summary first: the entry people read
+            metadata = {
+                **summary_metadata(
                     internals.instance_of(context.step_context),
                     context.asset_key,
                     target.partition_key,
@@ -299,8 +299,9 @@ class UbunyeIOManager(dg.ConfigurableIOManager):
                     write.output_step(),
                     record_path=record_path,
                     input_asset_keys=input_asset_keys,
-                )
-            )
+                ),
+                **metadata,
+            }
         # Keys the storage already stated (a wrapped IO manager's row count) keep its value.
         logged = context.get_logged_metadata()
         context.add_output_metadata({k: v for k, v in metadata.items() if k not in logged})

@@ -142,17 +142,16 @@ class UbunyeResource(dg.ConfigurableResource):
         metadata = output_metadata(
             record, output, record_path=path, input_asset_keys=keys, partition_key=partition_key
         )
-        metadata.update(
-            summary_metadata(
-                context.instance,
-                asset_key,
-                partition_key,
-                record,
-                output,
-                record_path=path,
-                input_asset_keys=keys,
-            )
+        summary = summary_metadata(
+            context.instance,
+            asset_key,
+            partition_key,
+            record,
+            output,
+            record_path=path,
+            input_asset_keys=keys,
         )
+        metadata = {**summary, **metadata}  # the summary first: the entry people read
         version = dg.DataVersion(fp.data_hash) if fp.data_hash is not None else None
         return Receipt(record=record, record_path=path, metadata=metadata, data_version=version)
 

@@ -18,6 +18,11 @@ from ubunye_dagster.sensor import judge_against_previous
 
 #: How many hex digits of a digest the summary shows (the full digests are in the other entries).
 SHORT_DIGEST = 16
+#: The Dagster UI shows a Markdown entry in place only below 1,000 characters (longer ones behind
+#: a "[Show Markdown]" link), so the summary stays below it, dropping input rows if it must.
+UI_INLINE_LIMIT = 1000
+#: How long one input's proof may be in the table (its whole note is in the run record).
+PROOF_LENGTH = 90
 
 
 def short_digest(digest: str | None) -> str:
@@ -42,9 +47,17 @@ def headline(judgement: drift.Judgement, previous_run_id: str | None) -> str:
     )
 
 
+def proof_of(step: StepRecord) -> str:
+    """How an input's digest was proven, in a few words (the record's note says it in full)."""
+    if step.hash_basis == "stored-bytes" and (step.source_note or "").startswith("verified"):
+        return "verified: its stored bytes are those written (byte digest), rows not hashed again"
+    note = step.source_note or (f"not hashed: {step.hash_error}" if step.hash_error else "—")
+    return note if len(note) <= PROOF_LENGTH else note[: PROOF_LENGTH - 1] + "…"
+
+
 def _input_row(step: StepRecord, asset_key: str | None) -> str:
     rows = f"{step.row_count:,}" if step.row_count is not None else "—"
-    proof = step.source_note or (f"not hashed: {step.hash_error}" if step.hash_error else "—")
+    proof = proof_of(step)
     return (
         f"| {step.name} | {asset_key or '—'} | {rows} | {short_digest(step.data_hash)} "
         f"| {proof.replace('|', '/')} |"
@@ -75,16 +88,17 @@ def receipt_summary(
         if output.data_hash
         else f"{rows}, no digest: {output.hash_error or 'not hashed'}"
     )
-    lines = [
-        headline(judgement, previous_run_id),
-        "",
-        f"Output: {data}.",
-        "",
-        *inputs_table(record.inputs, input_asset_keys),
-        "",
-        f"Record: `{record_path}`",
-    ]
-    return dg.MetadataValue.md("\n".join(lines))
+    inputs = list(record.inputs)
+    while True:
+        table = inputs_table(inputs, input_asset_keys)
+        left_out = len(record.inputs) - len(inputs)
+        if left_out:
+            table.append(f"… and {left_out} more input(s): see ubunye/inputs.")
+        head = [headline(judgement, previous_run_id), "", f"Output: {data}.", ""]
+        text = "\n".join([*head, *table, "", f"Record: `{record_path}`"])
+        if len(text) < UI_INLINE_LIMIT or not inputs:
+            return dg.MetadataValue.md(text)
+        inputs = inputs[:-1]
 
 
 def judged(
