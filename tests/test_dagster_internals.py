@@ -202,3 +202,24 @@ def test_a_check_evaluation_logged_from_an_io_manager_is_kept_when_the_step_then
     (logged,) = [r.event_log_entry.dagster_event.asset_check_evaluation_data for r in records]
     assert (logged.check_name, logged.passed) == ("price_positive", False)
     assert not result.success
+
+
+def test_a_copy_of_a_definitions_with_other_assets_keeps_everything_else():
+    sensor = dg.SensorDefinition(name="watch", evaluation_fn=lambda _context: None)
+    job = dg.define_asset_job("prices_job", selection=["prices"])
+    defs = dg.Definitions(
+        assets=[prices],
+        sensors=[sensor],
+        jobs=[job],
+        resources={"io_manager": dg.InMemoryIOManager()},
+        executor=dg.in_process_executor,
+        metadata={"team": "money"},
+    )
+
+    copied = internals.definitions_with_assets(defs, [prices, costs])
+
+    assert list(copied.assets) == [prices, costs]
+    assert list(copied.sensors) == [sensor] and list(copied.jobs) == [job]
+    assert copied.resources == defs.resources and copied.executor is defs.executor
+    assert copied.metadata == defs.metadata
+    assert list(defs.assets) == [prices]

@@ -19,6 +19,7 @@ from dagster._core.definitions.unresolved_asset_job_definition import (
     UnresolvedAssetJobDefinition,
 )
 from dagster._core.execution.context.system import StepExecutionContext
+from dagster._record import replace as replace_record
 
 try:  # Dagster 1.11 and later
     from dagster._core.definitions.asset_checks.asset_check_evaluation import (
@@ -408,3 +409,9 @@ def report_check_evaluations(
             DagsterEvent.asset_check_evaluation(step_context, evaluation)
             logged += 1
     return logged
+
+
+def definitions_with_assets(defs: dg.Definitions, assets: list[Any]) -> dg.Definitions:
+    """The same Definitions (resources, jobs, sensors, executor, metadata, ...) with ``assets``
+    instead of its own (Dagster offers no public copy of a Definitions with its assets changed)."""
+    return replace_record(defs, assets=assets)
