@@ -59,9 +59,9 @@ def template_record() -> str:
     """One real run record as JSON text with the fields the copies change blanked."""
     import pandas as pd
 
-    from ubunye_core import fingerprint
-    from ubunye_core.evidence import code_hash, environment, environment_hash
     from ubunye_core.record import RunRecord, StepRecord
+    from ubunye_rows import fingerprint
+    from ubunye_rows.evidence import code_hash, environment, environment_hash
 
     frame = pd.DataFrame({"id": range(100), "amount": [i * 1.5 for i in range(100)]})
     env = environment()

@@ -6,7 +6,7 @@ import importlib.metadata
 
 import pytest
 
-from ubunye_core.evidence import RESULT_PACKAGES, code_hash, environment, environment_hash
+from ubunye_rows.evidence import RESULT_PACKAGES, code_hash, environment, environment_hash
 
 ref_evidence = pytest.importorskip("ubunye.lineage.evidence")
 

@@ -15,7 +15,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from ubunye_core.hashing.digest import LANE_MASK, Fingerprint, data_hash, schema_hash
+from ubunye_rows.hashing.digest import LANE_MASK, Fingerprint, data_hash, schema_hash
 
 if TYPE_CHECKING:
     import numpy as np
