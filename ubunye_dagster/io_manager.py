@@ -22,6 +22,7 @@ import dagster as dg
 from pydantic import Field, PrivateAttr, model_validator
 
 from ubunye_core.record import StepRecord
+from ubunye_core.records.sketches import combined_input_step
 from ubunye_core.store import encode_name
 from ubunye_dagster import dagster_internals as internals
 from ubunye_dagster.expectation_checks import evaluation_metadata
@@ -62,7 +63,6 @@ from ubunye_dagster.session import (
 )
 from ubunye_dagster.strict_fields import refuse_unknown_fields
 from ubunye_rows.hashing import Fingerprint
-from ubunye_rows.sketch import combined_input_step
 
 EXTENSION = ".parquet"
 _PLAIN_SEGMENT = re.compile(r"^[A-Za-z0-9_=+@,-][A-Za-z0-9_.=+@,-]*$")

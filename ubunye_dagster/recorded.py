@@ -10,6 +10,7 @@ import dagster as dg
 
 from ubunye_core.byte_digest import algorithm_of
 from ubunye_core.record import SKETCH_FIELD, StepRecord
+from ubunye_core.records.sketches import recorded_sketch
 from ubunye_dagster.metadata import (
     BYTES_HASH,
     DATA_HASH,
@@ -18,7 +19,6 @@ from ubunye_dagster.metadata import (
     ROW_COUNT,
     SCHEMA_HASH,
 )
-from ubunye_rows.sketch import recorded_sketch
 
 
 @dataclass(frozen=True)

@@ -4,7 +4,7 @@ Two ways to write the lines, one digest. By default (``UBUNYE_SPARK_ENGINE=auto`
 partition reaches a Python worker as Arrow batches (``mapInArrow``) and the Arrow path writes and
 hashes its lines there (:mod:`ubunye_rows.hashing.spark_arrow`): about twice as fast as Spark's
 own ``to_json``, which pays a JSON generator per row. When the workers cannot import
-``ubunye_core`` (``jvm``, or ``auto`` after such a failure), Spark writes each line itself:
+``ubunye_rows`` (``jvm``, or ``auto`` after such a failure), Spark writes each line itself:
 ``to_json`` of a struct holding the columns in name order, after every map's entries are put in
 key order, hashed by ``sha2``. Either way the SHA-256 of the line gives two 64-bit lanes; each
 lane is cut into three pieces of at most 22 bits, and the pieces are summed as ``long``. A piece
@@ -158,7 +158,7 @@ def spark_sketch(df: Any) -> Sketch:
     """Per-bucket row counts and lane sums of ``df``'s canonical lines, in one job.
 
     ``auto`` hashes in Spark's Python workers with the Arrow path and, when a worker cannot
-    import ``ubunye_core`` or ``pyarrow``, once more on the JVM with ``to_json``. Either way a
+    import ``ubunye_rows`` or ``pyarrow``, once more on the JVM with ``to_json``. Either way a
     grouped aggregation by bucket brings at most 256 rows of seven numbers to the driver.
     """
     from pyspark.sql import functions as F

@@ -94,7 +94,7 @@ class RowsV1Conformance:
         raise NotImplementedError("implement to_frame(self, table) in your conformance subclass")
 
     def fingerprint(self, frame: Any) -> Fingerprint:
-        """The engine's rows-v1 fingerprint of a frame; ubunye_core's unless overridden."""
+        """The engine's rows-v1 fingerprint of a frame; ubunye_rows' unless overridden."""
         from ubunye_rows import fingerprint
 
         return fingerprint(frame)
