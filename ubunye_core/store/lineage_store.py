@@ -46,17 +46,9 @@ from typing import Any
 
 from upath import UPath
 
-from ubunye_core.drift import partition_of
-from ubunye_core.record import RunRecord
-from ubunye_core.run_listing import (
-    FileEntry,
-    RunEntry,
-    epoch_micros,
-    instant,
-    order_key,
-    started_order,
-)
-from ubunye_core.store_index import (
+from ubunye_core.records.drift import partition_of
+from ubunye_core.records.model import RunRecord
+from ubunye_core.store.index import (
     INDEX_FILE_NAME,
     FolderState,
     IndexUnavailable,
@@ -65,6 +57,14 @@ from ubunye_core.store_index import (
     SyncReport,
     cached_index_path,
     is_damage,
+)
+from ubunye_core.store.listing import (
+    FileEntry,
+    RunEntry,
+    epoch_micros,
+    instant,
+    order_key,
+    started_order,
 )
 
 #: Where a use case folder keeps its records.
@@ -251,7 +251,7 @@ def _matches(record: RunRecord, status: str | None, since: int | None, partition
 class LineageStore:
     """Run records under one root folder (local path, ``UPath`` or fsspec URL like ``s3://b/x``).
 
-    Listings and searches go through the index (``ubunye_core.store_index``) unless
+    Listings and searches go through the index (``ubunye_core.store.index``) unless
     ``use_index`` is False, which reads the folders instead; the answers are the same.
     ``progress`` gets ``(done, total)`` while the index reads many record files.
     """
