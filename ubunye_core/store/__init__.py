@@ -1,15 +1,16 @@
 """The lineage store: one JSON record file per run (the truth), the SQLite index derived from
 them, and the listings both give."""
 
-from ubunye_core.store.lineage_store import (
-    LINEAGE_SUBDIR,
+from ubunye_core.store.errors import (
     AmbiguousRunIdError,
-    LineageStore,
     LineageStoreError,
     RecordNotFoundError,
-    ReindexReport,
     UnreadableRecordError,
     UnreadableRecordWarning,
+)
+from ubunye_core.store.layout import LINEAGE_SUBDIR
+from ubunye_core.store.lineage_store import LineageStore
+from ubunye_core.store.names import (
     check_segment,
     decode_name,
     encode_name,
@@ -17,6 +18,7 @@ from ubunye_core.store.lineage_store import (
     split_task_path,
     task_name_for_key,
 )
+from ubunye_core.store.syncing import ReindexReport
 
 __all__ = [
     "LINEAGE_SUBDIR",
