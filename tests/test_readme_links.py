@@ -15,7 +15,7 @@ if sys.version_info >= (3, 11):
 else:  # Python 3.10: the same parser as the tomli package (a dependency of Dagster)
     import tomli as tomllib
 
-from ubunye_core.openlineage_events import PRODUCER
+from ubunye_core.openlineage.events import PRODUCER
 
 ROOT = Path(__file__).resolve().parent.parent
 README = ROOT / "README.md"

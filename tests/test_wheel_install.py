@@ -18,23 +18,42 @@ import tarfile
 import textwrap
 import venv
 import zipfile
+from dataclasses import dataclass
 from pathlib import Path
 
 import pandas as pd
 import pytest
 
-from ubunye_core.hashing import fingerprint
+from ubunye_rows import fingerprint
 
 pytest.importorskip("build.env")  # the `build` frontend (dev extra), not a stray build/ folder
 pytestmark = pytest.mark.wheel
 
 ROOT = Path(__file__).resolve().parent.parent
-#: The source folder of each distribution the project publishes, built and installed together.
-#: A second distribution (a folder with its own pyproject.toml) is one more entry here.
-DISTRIBUTIONS = [ROOT]
-PACKAGES = ("ubunye_core", "ubunye_dagster")
-#: Files besides the packages' modules that the sdist must carry.
-SDIST_FILES = ("README.md", "LICENSE", "pyproject.toml", "ubunye_core/testing/golden_rows_v1.json")
+
+
+@dataclass(frozen=True)
+class Distribution:
+    """One distribution the project publishes: its source folder, packages and sdist extras."""
+
+    source: Path
+    packages: tuple[str, ...]
+    #: Files besides the packages' modules that the sdist must carry, relative to ``source``.
+    sdist_files: tuple[str, ...]
+
+
+#: Every distribution the project publishes, built and installed together, the one the other
+#: depends on first.
+DISTRIBUTIONS = (
+    Distribution(
+        ROOT / "rows",
+        ("ubunye_rows",),
+        ("README.md", "pyproject.toml", "ubunye_rows/testing/golden_rows_v1.json"),
+    ),
+    Distribution(
+        ROOT, ("ubunye_core", "ubunye_dagster"), ("README.md", "LICENSE", "pyproject.toml")
+    ),
+)
 TIMEOUT = 900
 
 PROJECT = textwrap.dedent(
@@ -94,10 +113,11 @@ def build(source: Path, outdir: Path) -> tuple[Path, Path]:
     return sdist, wheel
 
 
-def module_files() -> set[str]:
-    """Every file of the packages that git tracks in this checkout (modules and data)."""
-    listed = run(["git", "ls-files", "--", *PACKAGES], cwd=ROOT).stdout.split()
-    assert listed, "git lists no file of the packages"
+def module_files(dist: Distribution) -> set[str]:
+    """Every file of ``dist``'s packages that git tracks (modules and data), relative to its
+    source folder."""
+    listed = run(["git", "ls-files", "--", *dist.packages], cwd=dist.source).stdout.split()
+    assert listed, f"git lists no file of {dist.packages}"
     return set(listed)
 
 
@@ -123,8 +143,8 @@ def constraints_of_this_environment(path: Path, own: set[str]) -> Path:
 def built(tmp_path_factory) -> list[tuple[Path, Path]]:
     """``(sdist, wheel)`` of each distribution, built into its own folder."""
     built = []
-    for index, source in enumerate(DISTRIBUTIONS):
-        built.append(build(source, tmp_path_factory.mktemp(f"dist-{index}")))
+    for index, dist in enumerate(DISTRIBUTIONS):
+        built.append(build(dist.source, tmp_path_factory.mktemp(f"dist-{index}")))
     return built
 
 
@@ -142,27 +162,39 @@ def installed(built, tmp_path_factory) -> Path:
     return bin_dir
 
 
-def test_the_sdist_holds_the_readme_the_licence_and_every_module_and_data_file(built):
-    [(sdist, _), *_] = built
+@pytest.mark.parametrize(
+    "index", range(len(DISTRIBUTIONS)), ids=lambda i: DISTRIBUTIONS[i].source.name
+)
+def test_the_sdist_holds_the_readme_the_licence_and_every_module_and_data_file(built, index):
+    dist, (sdist, _) = DISTRIBUTIONS[index], built[index]
     with tarfile.open(sdist) as archive:
         top = archive.getnames()[0].split("/")[0]
         names = {name.removeprefix(f"{top}/") for name in archive.getnames()}
-    assert set(SDIST_FILES) <= names
-    assert module_files() <= names
+    assert set(dist.sdist_files) <= names
+    assert module_files(dist) <= names
+
+
+def test_the_rows_wheel_holds_every_module_and_its_golden_vectors(built):
+    dist, (_, wheel) = DISTRIBUTIONS[0], built[0]
+    with zipfile.ZipFile(wheel) as archive:
+        names = set(archive.namelist())
+    assert module_files(dist) <= names
+    assert not {name for name in names if name.startswith(("ubunye_core/", "ubunye_dagster/"))}
 
 
 def test_the_wheel_holds_every_module_its_data_the_licence_and_the_cli(built):
-    [(_, wheel), *_] = built
+    dist, (_, wheel) = DISTRIBUTIONS[1], built[1]
     with zipfile.ZipFile(wheel) as archive:
         names = set(archive.namelist())
         [dist_info] = {name.split("/")[0] for name in names if ".dist-info/" in name}
         metadata = archive.read(f"{dist_info}/METADATA").decode()
         entry_points = archive.read(f"{dist_info}/entry_points.txt").decode()
-    assert module_files() <= names
+    assert module_files(dist) <= names
     assert f"{dist_info}/licenses/LICENSE" in names
     assert "License-Expression: MIT" in metadata
     assert "ubunye-dagster = ubunye_core.cli:main" in entry_points
-    assert not {name for name in names if name.startswith(("tests/", "example_project/"))}
+    assert not {name for name in names if name.startswith(("tests/", "example_project/", "rows/"))}
+    assert "Requires-Dist: ubunye-rows==" in metadata
 
 
 def test_the_installed_wheel_runs_a_dagster_project_outside_the_repository(installed, tmp_path):

@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 import dagster as dg
 
 from ubunye_core import drift
-from ubunye_core.record import RunRecord, StepRecord
+from ubunye_core.records.model import RunRecord, StepRecord
 from ubunye_dagster.metadata import SUMMARY
 from ubunye_dagster.sensor import judge_against_previous
 
