@@ -597,7 +597,7 @@ def test_the_ends_of_the_timestamp_range_give_the_pandas_and_arrow_digest_in_any
 ) -> None:
     from ubunye.adapters.spark.content_hash import fingerprint_spark as reference_spark
 
-    from ubunye_core import fingerprint
+    from ubunye_rows import fingerprint
 
     table = range_ends()
     expected = arrow_digest(table)
@@ -641,7 +641,7 @@ def test_a_value_the_workers_cannot_write_is_hashed_by_spark_itself(
     # A date past 9999 exists in Spark, but the Arrow path writes dates of the years 1 to 9999.
     from ubunye.adapters.spark.content_hash import fingerprint_spark as reference_spark
 
-    from ubunye_core import fingerprint
+    from ubunye_rows import fingerprint
 
     df = spark.sql("SELECT id, date_add(DATE'9999-12-31', CAST(id AS INT)) AS day FROM range(3)")
     monkeypatch.setenv(spark_hashing.SPARK_ENGINE_ENV, "arrow")
