@@ -61,8 +61,13 @@ pub fn write_f64(x: f64, out: &mut Vec<u8>) {
         out.extend_from_slice(text);
         return;
     }
-    let magnitude = x.abs();
     let mut buffer = ryu::Buffer::new();
+    if (PLAIN_LOW..PLAIN_HIGH).contains(&x.abs()) {
+        // ryu writes this range as Java does: positional, ".0" after a whole number.
+        out.extend_from_slice(buffer.format_finite(x).as_bytes());
+        return;
+    }
+    let magnitude = x.abs();
     let shortest = Shortest::parse(buffer.format_finite(magnitude));
     write_java(magnitude, shortest, x.is_sign_negative(), out, |near| {
         near.parse::<f64>().ok() == Some(magnitude)
@@ -75,8 +80,12 @@ pub fn write_f32(x: f32, out: &mut Vec<u8>) {
         out.extend_from_slice(text);
         return;
     }
-    let magnitude = x.abs();
     let mut buffer = ryu::Buffer::new();
+    if (PLAIN_LOW..PLAIN_HIGH).contains(&f64::from(x.abs())) {
+        out.extend_from_slice(buffer.format_finite(x).as_bytes());
+        return;
+    }
+    let magnitude = x.abs();
     let shortest = Shortest::parse(buffer.format_finite(magnitude));
     // The spec reads the two-digit candidate as a double, then rounds it to a float.
     write_java(

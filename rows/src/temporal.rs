@@ -29,15 +29,34 @@ fn civil_from_days(days: i64) -> (i64, u32, u32) {
     (year, month, day)
 }
 
+/// "00" to "99": two digits per lookup instead of a division per digit.
+const PAIRS: &[u8; 200] = b"0001020304050607080910111213141516171819\
+2021222324252627282930313233343536373839\
+4041424344454647484950515253545556575859\
+6061626364656667686970717273747576777879\
+8081828384858687888990919293949596979899";
+
+#[inline]
+fn pair(value: u32) -> [u8; 2] {
+    let at = 2 * value as usize;
+    [PAIRS[at], PAIRS[at + 1]]
+}
+
+/// `value` (below 10^width) as exactly `width` digits, `width` even or 4/6.
 #[inline]
 fn push_digits(value: u32, width: usize, out: &mut Vec<u8>) {
-    let mut buffer = [b'0'; 6];
-    let mut rest = value;
-    for slot in buffer[..width].iter_mut().rev() {
-        *slot = b'0' + (rest % 10) as u8;
-        rest /= 10;
+    match width {
+        2 => out.extend_from_slice(&pair(value)),
+        4 => {
+            out.extend_from_slice(&pair(value / 100));
+            out.extend_from_slice(&pair(value % 100));
+        }
+        _ => {
+            out.extend_from_slice(&pair(value / 10_000));
+            out.extend_from_slice(&pair(value / 100 % 100));
+            out.extend_from_slice(&pair(value % 100));
+        }
     }
-    out.extend_from_slice(&buffer[..width]);
 }
 
 fn write_day(days: i64, out: &mut Vec<u8>) -> Result<(), OutOfRange> {

@@ -23,9 +23,28 @@ fn escape_of(byte: u8) -> Option<&'static [u8]> {
     }
 }
 
+/// True when some byte of `text` needs an escape; branch-free over 16-byte blocks so the
+/// compiler can use vector instructions (most text needs none).
+#[inline]
+fn needs_escape(text: &[u8]) -> bool {
+    let special = |b: u8| (b < 0x20) | (b == b'"') | (b == b'\\');
+    let mut blocks = text.chunks_exact(16);
+    for block in &mut blocks {
+        if block.iter().fold(false, |seen, &b| seen | special(b)) {
+            return true;
+        }
+    }
+    blocks.remainder().iter().any(|&b| special(b))
+}
+
 /// Appends `text` (valid UTF-8) as a JSON string literal, quotes included.
 pub fn write_json_string(text: &[u8], out: &mut Vec<u8>) {
     out.push(b'"');
+    if !needs_escape(text) {
+        out.extend_from_slice(text);
+        out.push(b'"');
+        return;
+    }
     let mut start = 0;
     for (i, &byte) in text.iter().enumerate() {
         if byte >= 0x20 && byte != b'"' && byte != b'\\' {

@@ -11,7 +11,7 @@ use arrow_buffer::NullBuffer;
 use arrow_schema::{DataType, TimeUnit};
 
 use crate::error::{KernelError, Result};
-use crate::strings::Bytes;
+use crate::strings::{Bytes, Texts};
 use crate::{decimal, floats, temporal, text};
 
 /// A column (or a nested child) ready to write the canonical text of any of its values.
@@ -27,7 +27,7 @@ enum Kind<'a> {
     Int(Ints<'a>),
     F32(&'a [f32]),
     F64(&'a [f64]),
-    Text(Bytes<'a>),
+    Text(Texts<'a>),
     /// Texts already canonical (a column the Python path wrote): copied as they are.
     Raw(Bytes<'a>),
     Binary(Bytes<'a>),
@@ -78,7 +78,7 @@ enum Offsets<'a> {
 }
 
 enum Keys<'a> {
-    Text(Bytes<'a>),
+    Text(Texts<'a>),
     Signed(Vec<i64>),
     Unsigned(&'a [u64]),
 }
@@ -123,7 +123,7 @@ impl<'a> Column<'a> {
             Kind::Int(ints) => write_int(ints, i, out),
             Kind::F32(values) => floats::write_f32(values[i], out),
             Kind::F64(values) => floats::write_f64(values[i], out),
-            Kind::Text(bytes) => text::write_json_string(bytes.text_at(i)?, out),
+            Kind::Text(texts) => text::write_json_string(texts.at(i)?, out),
             Kind::Raw(bytes) => out.extend_from_slice(bytes.at(i)),
             Kind::Binary(bytes) => text::write_base64(bytes.at(i), out),
             Kind::Date(days) => temporal::write_date(i64::from(days[i]), out)?,
@@ -163,8 +163,10 @@ fn kind_of(array: &dyn Array) -> Result<Kind<'_>> {
         DataType::UInt64 => Kind::Int(Ints::U64(values::<UInt64Type>(array))),
         DataType::Float32 => Kind::F32(values::<Float32Type>(array)),
         DataType::Float64 => Kind::F64(values::<Float64Type>(array)),
-        DataType::Utf8 => Kind::Text(Bytes::string(array.as_string::<i32>())),
-        DataType::LargeUtf8 => Kind::Text(Bytes::large_string(array.as_string::<i64>())),
+        DataType::Utf8 => Kind::Text(Texts::new(Bytes::string(array.as_string::<i32>()))),
+        DataType::LargeUtf8 => {
+            Kind::Text(Texts::new(Bytes::large_string(array.as_string::<i64>())))
+        }
         DataType::Binary => Kind::Binary(Bytes::binary(array.as_binary::<i32>())),
         DataType::LargeBinary => Kind::Binary(Bytes::large_binary(array.as_binary::<i64>())),
         DataType::Date32 => Kind::Date(values::<Date32Type>(array)),
@@ -263,8 +265,8 @@ fn map_kind(array: &dyn Array) -> Result<Kind<'_>> {
         return Err(KernelError::Value("a map key is null".to_string()));
     }
     let keys = match keys.data_type() {
-        DataType::Utf8 => Keys::Text(Bytes::string(keys.as_string::<i32>())),
-        DataType::LargeUtf8 => Keys::Text(Bytes::large_string(keys.as_string::<i64>())),
+        DataType::Utf8 => Keys::Text(Texts::new(Bytes::string(keys.as_string::<i32>()))),
+        DataType::LargeUtf8 => Keys::Text(Texts::new(Bytes::large_string(keys.as_string::<i64>()))),
         DataType::Int8 => Keys::Signed(widen(values::<Int8Type>(keys))),
         DataType::Int16 => Keys::Signed(widen(values::<Int16Type>(keys))),
         DataType::Int32 => Keys::Signed(widen(values::<Int32Type>(keys))),
@@ -367,7 +369,7 @@ fn write_map(
     let mut order: Vec<usize> = (offsets[i] as usize..offsets[i + 1] as usize).collect();
     // A stable sort: entries with equal keys keep their order, as the spec's sorted() does.
     match keys {
-        Keys::Text(bytes) => order.sort_by(|&x, &y| bytes.at(x).cmp(bytes.at(y))),
+        Keys::Text(texts) => order.sort_by(|&x, &y| texts.bytes.at(x).cmp(texts.bytes.at(y))),
         Keys::Signed(v) => order.sort_by_key(|&x| v[x]),
         Keys::Unsigned(v) => order.sort_by_key(|&x| v[x]),
     }
@@ -377,7 +379,7 @@ fn write_map(
             out.push(b',');
         }
         match keys {
-            Keys::Text(bytes) => text::write_json_string(bytes.text_at(entry)?, out),
+            Keys::Text(texts) => text::write_json_string(texts.at(entry)?, out),
             Keys::Signed(v) => write_quoted_integer(v[entry], out),
             Keys::Unsigned(v) => write_quoted_integer(v[entry], out),
         }
