@@ -16,10 +16,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ubunye_core import fingerprint
-from ubunye_core.hashing import native, table_lanes
-from ubunye_core.hashing.canonical import arrow_canonical_lines
-from ubunye_core.hashing.types import schema_pairs
+from ubunye_rows import fingerprint
+from ubunye_rows.hashing import native, table_lanes
+from ubunye_rows.hashing.canonical import arrow_canonical_lines
+from ubunye_rows.hashing.types import schema_pairs
 
 GENERATED = settings(
     deadline=None,

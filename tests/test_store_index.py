@@ -27,9 +27,9 @@ from hypothesis import strategies as st
 from upath import UPath
 
 from ubunye_core.cli import main
-from ubunye_core.record import RunRecord
+from ubunye_core.records.model import RunRecord
 from ubunye_core.store import LineageStore
-from ubunye_core.store_index import CACHE_DIR_ENV, INDEX_FILE_NAME
+from ubunye_core.store.index import CACHE_DIR_ENV, INDEX_FILE_NAME
 
 TASKS = ["shop/sales/raw.orders", "shop/sales/daily", "shop/ops/raw.orders", "bank/risk/raw.orders"]
 SCOPES = [None, "shop", "shop/sales", "shop/sales/daily"]
@@ -329,7 +329,7 @@ def test_a_record_rewritten_in_place_is_read_again(tmp_path):
 _WRITER = textwrap.dedent(
     """
     import sys, warnings
-    from ubunye_core.record import RunRecord
+    from ubunye_core.records.model import RunRecord
     from ubunye_core.store import LineageStore
 
     root, writer, count = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
@@ -422,7 +422,7 @@ def test_reindex_reports_records_read_and_names_the_unreadable_ones(tmp_path, ca
 def reindex_on_a_terminal(folder: Path, *extra: str) -> str:
     """Run ``reindex --full`` with stderr on a pseudo-terminal; what the terminal showed."""
     leader, follower = pty.openpty()
-    env = {**os.environ, "PYTHONPATH": os.getcwd(), "COLUMNS": "100", "TERM": "xterm"}
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path), "COLUMNS": "100", "TERM": "xterm"}
     child = subprocess.Popen(
         [sys.executable, "-m", "ubunye_core.cli", "lineage", "reindex", "--full",
          "-d", str(folder), *extra],

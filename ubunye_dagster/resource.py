@@ -20,8 +20,7 @@ from typing import Any, Literal
 import dagster as dg
 from pydantic import Field, field_validator, model_validator
 
-from ubunye_core.hashing import Fingerprint, fingerprint
-from ubunye_core.record import RunRecord, StepRecord
+from ubunye_core.records.model import RunRecord, StepRecord
 from ubunye_core.store import LineageStore
 from ubunye_dagster import dagster_internals as internals
 from ubunye_dagster.identity import DEFAULT_USECASE, check_usecase
@@ -29,6 +28,7 @@ from ubunye_dagster.metadata import output_metadata
 from ubunye_dagster.records import close_record
 from ubunye_dagster.session import asset_record, close_run, open_session
 from ubunye_dagster.strict_fields import refuse_unknown_fields
+from ubunye_rows.hashing import Fingerprint, fingerprint
 
 
 @dataclass

@@ -1,0 +1,138 @@
+"""Lane buckets and row digests of a whole table: the native kernel first, the Python path
+where the kernel does not write a column or refuses a value.
+
+A column whose type the kernel does not write is written by the Python path
+(:func:`~ubunye_rows.hashing.arrow_lines.value_texts`) and handed to the kernel as finished
+texts; a table holding a value the kernel refuses (a date outside the years 1 to 9999, invalid
+UTF-8, a null map key) is hashed by the Python path whole, which then gives the spec's digest or
+its error. ``native.fallbacks`` counts both. Without the kernel every table takes the Python path.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from typing import TYPE_CHECKING
+
+from ubunye_rows.hashing import native
+from ubunye_rows.hashing.arrow_lines import slice_lines, table_slices, value_texts
+from ubunye_rows.hashing.canonical import list_item_kind, map_kinds, struct_field_kinds
+from ubunye_rows.hashing.lanes import bucket_slices_lanes, hash_threads, line_digests
+from ubunye_rows.hashing.types import UnsupportedTypeError, canonical_type, plain_type
+
+if TYPE_CHECKING:
+    import numpy as np
+    import pyarrow as pa
+
+
+def kernel_writes(arrow_type: pa.DataType, kind: str) -> bool:
+    """True when the kernel writes values of ``arrow_type`` (already plain) as the spec writes
+    them under the canonical type name ``kind``, nested types included."""
+    import pyarrow as pa
+
+    try:
+        if kind != canonical_type(arrow_type):
+            return False  # the spec would read the values by another kind
+    except UnsupportedTypeError:
+        return False
+    t = pa.types
+    if t.is_float16(arrow_type) or t.is_date64(arrow_type) or t.is_dictionary(arrow_type):
+        return False
+    if isinstance(arrow_type, pa.ListType | pa.LargeListType | pa.FixedSizeListType):
+        return kernel_writes(arrow_type.value_type, list_item_kind(kind))
+    if t.is_map(arrow_type):
+        key = arrow_type.key_type
+        if not (t.is_string(key) or t.is_large_string(key) or t.is_integer(key)):
+            return False
+        return kernel_writes(arrow_type.item_type, map_kinds(kind)[1])
+    if t.is_struct(arrow_type):
+        names = [field.name for field in arrow_type]
+        if len(set(names)) != len(names):
+            return False  # the spec's rows are dicts: a repeated field name keeps one value
+        fields = struct_field_kinds(kind)
+        return all(kernel_writes(f.type, fields.get(f.name, "")) for f in arrow_type)
+    scalars = (t.is_integer, t.is_floating, t.is_boolean, t.is_string, t.is_large_string)
+    more = (t.is_binary, t.is_large_binary, t.is_date32, t.is_timestamp, t.is_decimal, t.is_null)
+    return any(check(arrow_type) for check in scalars + more)
+
+
+def _texts_by_python(column: pa.ChunkedArray, kind: str) -> pa.ChunkedArray:
+    import pyarrow as pa
+
+    return pa.chunked_array([value_texts(chunk, kind) for chunk in column.chunks], pa.string())
+
+
+def kernel_input(
+    table: pa.Table, names: Sequence[str], kinds: Sequence[str]
+) -> tuple[pa.Table, list[bool]]:
+    """``table``'s columns ``names`` in that order as the kernel reads them, and which of them
+    the Python path has written as texts (``raw``)."""
+    import pyarrow as pa
+
+    columns, raw = [], []
+    for name, kind in zip(names, kinds, strict=True):
+        column = table.column(name)
+        plain = plain_type(column.type)
+        if pa.types.is_float16(plain):
+            plain = pa.float32()  # every half float is exactly a float, and named float32
+        if plain != column.type:
+            column = column.cast(plain)
+        if kernel_writes(column.type, kind):
+            columns.append(column)
+            raw.append(False)
+        else:
+            columns.append(_texts_by_python(column, kind))
+            raw.append(True)
+            native.fallbacks["columns"] += 1
+    positional = [f"c{i}" for i in range(len(columns))]
+    return pa.table(columns, names=positional), raw
+
+
+def table_buckets(table: pa.Table, names: Sequence[str], kinds: Sequence[str]) -> np.ndarray:
+    """Per-bucket row counts and lane sums ((3, 256) uint64) of the canonical lines of ``table``'s
+    columns ``names`` (sorted by name) written under ``kinds``."""
+    module = native.kernel()
+    if module is not None:
+        data, raw = kernel_input(table, names, kinds)
+        try:
+            packed = module.table_buckets(data, list(names), raw, hash_threads())
+        except module.KernelFallback:
+            native.fallbacks["tables"] += 1
+        else:
+            return native.buckets_from_bytes(packed)
+    return python_table_buckets(table, names, kinds)
+
+
+def table_digests(table: pa.Table, names: Sequence[str], kinds: Sequence[str]) -> np.ndarray:
+    """Each row's SHA-256 (of its canonical line, as :func:`table_buckets` writes it) as an
+    (n, 32) uint8 array in row order."""
+    module = native.kernel()
+    if module is not None:
+        data, raw = kernel_input(table, names, kinds)
+        try:
+            packed = module.table_digests(data, list(names), raw, hash_threads())
+        except module.KernelFallback:
+            native.fallbacks["tables"] += 1
+        else:
+            return native.digests_from_bytes(packed)
+    return python_table_digests(table, names, kinds)
+
+
+def python_table_buckets(table: pa.Table, names: Sequence[str], kinds: Sequence[str]) -> np.ndarray:
+    """:func:`table_buckets` by the Python path: Arrow compute lines, hashed a slice at a time."""
+    return bucket_slices_lanes(table_slices(table, names), lambda batch: slice_lines(batch, kinds))
+
+
+def python_table_digests(table: pa.Table, names: Sequence[str], kinds: Sequence[str]) -> np.ndarray:
+    """:func:`table_digests` by the Python path."""
+    import numpy as np
+
+    def digests(batch: pa.RecordBatch) -> np.ndarray:
+        return line_digests(slice_lines(batch, kinds))
+
+    slices = table_slices(table, names)
+    with ThreadPoolExecutor(max_workers=hash_threads(), thread_name_prefix="ubunye-diff") as pool:
+        parts = list(pool.map(digests, slices))
+    if not parts:
+        return np.zeros((0, 32), dtype=np.uint8)
+    return np.concatenate(parts)

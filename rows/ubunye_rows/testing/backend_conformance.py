@@ -1,0 +1,117 @@
+"""A pytest suite any frame engine subclasses to prove it gives the reference's rows-v1 digests.
+
+The golden vectors (``golden_rows_v1.json`` beside this module) are tables and the
+digests the reference implementation (ubunye-engine 0.8.0) gave them, made once by
+``scripts/make_golden_vectors.py``. Each vector names the engines that can hold its
+table without changing a value or a type name; a subclass runs the vectors of its
+engine::
+
+    import pyarrow as pa
+    from ubunye_rows.testing.backend_conformance import RowsV1Conformance
+
+    class TestMyEngine(RowsV1Conformance):
+        engine = "myengine"          # or one of "arrow", "pandas", "polars", "spark"
+
+        def to_frame(self, table: pa.Table):
+            return my_engine.from_arrow(table)
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+from dataclasses import dataclass
+from functools import lru_cache
+from importlib import resources
+from typing import Any, ClassVar
+
+try:
+    import pytest  # noqa: F401
+except ImportError as exc:  # pragma: no cover - the suite is made of pytest tests
+    raise ImportError(
+        "ubunye_rows.testing.backend_conformance is a pytest suite; install pytest to use it"
+    ) from exc
+
+from ubunye_rows.hashing.digest import Fingerprint
+
+GOLDEN_FILE = "golden_rows_v1.json"
+
+
+@dataclass(frozen=True)
+class GoldenVector:
+    """One table and the fingerprint the reference gave it."""
+
+    name: str
+    about: str
+    engines: tuple[str, ...]
+    arrow_ipc_base64: str
+    schema_hash: str
+    data_hash: str
+    row_count: int
+
+    def table(self) -> Any:
+        """The vector's table, exactly as it was stored (types and chunks)."""
+        import pyarrow as pa
+
+        reader = pa.ipc.open_stream(base64.b64decode(self.arrow_ipc_base64))
+        return reader.read_all()
+
+
+@lru_cache(maxsize=1)
+def golden_vectors() -> tuple[GoldenVector, ...]:
+    """Every committed golden vector."""
+    text = resources.files("ubunye_rows.testing").joinpath(GOLDEN_FILE).read_text("utf-8")
+    document = json.loads(text)
+    if document.get("method") != "rows-v1":
+        raise ValueError(f"{GOLDEN_FILE} holds vectors for {document.get('method')!r}, not rows-v1")
+    return tuple(
+        GoldenVector(
+            name=v["name"],
+            about=v["about"],
+            engines=tuple(v["engines"]),
+            arrow_ipc_base64=v["arrow_ipc_base64"],
+            schema_hash=v["schema_hash"],
+            data_hash=v["data_hash"],
+            row_count=int(v["row_count"]),
+        )
+        for v in document["vectors"]
+    )
+
+
+def vectors_for(engine: str) -> list[GoldenVector]:
+    """The golden vectors whose tables ``engine`` can hold without loss."""
+    return [v for v in golden_vectors() if engine in v.engines]
+
+
+class RowsV1Conformance:
+    """Subclass it, set ``engine`` and implement ``to_frame``; each vector becomes one test."""
+
+    #: Which vectors apply: the name listed in each vector's ``engines``.
+    engine: ClassVar[str] = ""
+
+    def to_frame(self, table: Any) -> Any:
+        """The engine's frame holding exactly the rows and types of an Arrow table. Override it."""
+        raise NotImplementedError("implement to_frame(self, table) in your conformance subclass")
+
+    def fingerprint(self, frame: Any) -> Fingerprint:
+        """The engine's rows-v1 fingerprint of a frame; ubunye_rows' unless overridden."""
+        from ubunye_rows import fingerprint
+
+        return fingerprint(frame)
+
+    def pytest_generate_tests(self, metafunc: Any) -> None:
+        if "golden" in metafunc.fixturenames:
+            chosen = vectors_for(type(self).engine)
+            metafunc.parametrize("golden", chosen, ids=[v.name for v in chosen])
+
+    def test_the_engine_is_named(self) -> None:
+        assert type(self).engine, "set the class attribute `engine` (e.g. 'pandas')"
+        assert vectors_for(type(self).engine), f"no golden vector lists {type(self).engine!r}"
+
+    def test_golden_vector_gives_the_reference_digest(self, golden: GoldenVector) -> None:
+        frame = self.to_frame(golden.table())
+        got = self.fingerprint(frame)
+        assert got.error is None, f"{golden.name}: the hash failed: {got.error}"
+        assert got.row_count == golden.row_count, f"{golden.name}: row count"
+        assert got.schema_hash == golden.schema_hash, f"{golden.name}: schema hash"
+        assert got.data_hash == golden.data_hash, f"{golden.name}: data hash"

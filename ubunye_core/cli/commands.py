@@ -1,0 +1,571 @@
+"""``ubunye-dagster lineage list|show|trace|compare|search|reindex``: the run records of a use
+case; ``ubunye-dagster clean``: remove what killed writers staged beside the data.
+
+Flags are the reference CLI's (``-d/--usecase-dir -u -p -t --run-id --run-id1 --run-id2
+--lineage-dir --json``), so the same command line works with ``ubunye lineage``. ``--asset a/b``
+finds a Dagster asset's task folder instead of ``-t``. Every failure is one ``error:`` line on
+stderr and exit code 1 (2 for a wrong command line); with ``--json`` stdout also gets
+``{"ok": false, "error": ...}``.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import os
+import sys
+import warnings
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from typing import Any
+
+import click
+from upath import UPath
+
+from ubunye_core.cli.render import (
+    TerminalProgress,
+    compare_table,
+    drift_document,
+    drift_lines,
+    make_console,
+    reindex_document,
+    reindex_text,
+    runs_table,
+    trace_document,
+    trace_tree,
+    write_json_list,
+    write_search_lines,
+)
+from ubunye_core.diff.report import ReportError, output_step
+from ubunye_core.materialisations.staging import (
+    DEFAULT_STALE_AFTER,
+    dead_staging_entries,
+    remove_dead_staging,
+)
+from ubunye_core.records.compare import compare
+from ubunye_core.records.drift import (
+    DEFAULT_FLAG_REASONS,
+    DRIFT_REASONS,
+    judge_records,
+    partition_of,
+)
+from ubunye_core.records.model import RunRecord
+from ubunye_core.store import (
+    LINEAGE_SUBDIR,
+    LineageStore,
+    LineageStoreError,
+    UnreadableRecordWarning,
+    task_name_for_key,
+)
+
+DEFAULT_LINEAGE_DIR = "/".join(LINEAGE_SUBDIR)
+
+
+class CliError(Exception):
+    """A problem to report as one line, without a traceback."""
+
+    exit_code = 1
+
+
+class DiffTrouble(CliError):
+    """A diff that could not be made: exit 2, as ``diff`` does (1 means different)."""
+
+    exit_code = 2
+
+
+def _print_json(document: Any) -> None:
+    click.echo(json.dumps(document, indent=2, ensure_ascii=False, default=str))
+
+
+def _open_store(
+    usecase_dir: str, lineage_dir: str, *, use_index: bool = True, as_json: bool = False
+) -> LineageStore:
+    """The store at ``--lineage-dir`` (a URL, an absolute path, or a path under ``-d``), with a
+    progress bar on a terminal for long index work (never with --json)."""
+    root = lineage_dir if "://" in lineage_dir else UPath(usecase_dir) / lineage_dir
+    progress = None if as_json or not sys.stderr.isatty() else TerminalProgress()
+    return LineageStore(root, use_index=use_index, progress=progress)
+
+
+def _asset_parts(asset: str) -> list[str]:
+    parts = asset.strip("/").split("/")
+    if not all(parts):
+        raise CliError(f"--asset {asset!r} is not an asset key like 'a/b'")
+    return parts
+
+
+def resolve_task(
+    store: LineageStore,
+    usecase: str | None,
+    package: str | None,
+    task: str | None,
+    asset: str | None,
+) -> str:
+    """The ``usecase/package/task`` named by ``-u -p -t``, or found for ``--asset``."""
+    if asset is not None:
+        if task is not None:
+            raise CliError("give -t/--task or --asset, not both")
+        name = task_name_for_key(_asset_parts(asset))
+        found = store.task_paths(usecase, package, name)
+        if not found:
+            where = "/".join(p for p in (usecase, package) if p) or str(store.root)
+            raise CliError(f"no records of asset {asset!r} (task folder {name!r}) under {where}")
+        if len(found) > 1:
+            raise CliError(
+                f"asset {asset!r} has records under {len(found)} use cases or packages: "
+                f"{', '.join(found)}; narrow it with -u/-p"
+            )
+        return found[0]
+    missing = [
+        flag for flag, value in (("-u", usecase), ("-p", package), ("-t", task)) if not value
+    ]
+    if missing:
+        raise CliError(f"missing {', '.join(missing)}: give -u, -p and -t, or --asset")
+    return f"{usecase}/{package}/{task}"
+
+
+def _latest(store: LineageStore, task_path: str, run_id: str | None) -> RunRecord:
+    if run_id:
+        return store.load(task_path, run_id)
+    record = store.latest(task_path)
+    if record is None:
+        raise CliError(f"no lineage records for task {task_path} in {store.root}")
+    return record
+
+
+def _started(record: RunRecord) -> datetime | None:
+    try:
+        started = datetime.fromisoformat(record.started_at)
+    except ValueError:
+        return None
+    return started if started.tzinfo else started.replace(tzinfo=timezone.utc)
+
+
+def earlier_first(a: RunRecord, b: RunRecord) -> tuple[RunRecord, RunRecord]:
+    """The two runs as (previous, current) by ``started_at``; ``a`` first on a tie or when a
+    time cannot be read."""
+    started_a, started_b = _started(a), _started(b)
+    if started_a is not None and started_b is not None and started_b < started_a:
+        return b, a
+    return a, b
+
+
+@dataclass(frozen=True)
+class Selection:
+    """What the common options name: the store, the task (-u -p -t or --asset) and --json."""
+
+    store: LineageStore
+    usecase: str | None
+    package: str | None
+    task: str | None
+    asset: str | None
+    as_json: bool
+
+    def task_path(self) -> str:
+        """The one ``usecase/package/task`` the options name (CliError when they do not)."""
+        return resolve_task(self.store, self.usecase, self.package, self.task, self.asset)
+
+    def task_name(self) -> str | None:
+        """The task folder name given by -t or --asset, if any (search takes a partial path)."""
+        if self.asset is not None and self.task is not None:
+            raise CliError("give -t/--task or --asset, not both")
+        return task_name_for_key(_asset_parts(self.asset)) if self.asset is not None else self.task
+
+    def print(self, document: Any, human: Any) -> None:
+        """``document`` as JSON with --json, else ``human`` (a rich renderable or text)."""
+        if self.as_json:
+            _print_json(document)
+        else:
+            make_console().print(human)
+
+
+_STORE_OPTIONS = [
+    click.option("-d", "--usecase-dir", default=".", show_default=True, help="Use case folder."),
+    click.option(
+        "--lineage-dir",
+        default=DEFAULT_LINEAGE_DIR,
+        show_default=True,
+        help="Records folder, under -d unless absolute or a URL (s3://..., memory://...).",
+    ),
+    click.option("--json", "as_json", is_flag=True, help="Print one JSON document."),
+]
+
+_SELECTION_OPTIONS = [
+    *_STORE_OPTIONS,
+    click.option(
+        "--no-index",
+        "no_index",
+        is_flag=True,
+        help="Read the record files directly instead of through the index (same answers).",
+    ),
+    click.option("-u", "--usecase", default=None, help="Use case."),
+    click.option("-p", "--package", default=None, help="Package (Dagster: asset group)."),
+    click.option("-t", "--task", default=None, help="Task (Dagster: encoded asset key)."),
+    click.option("--asset", default=None, help="A Dagster asset key 'a/b' instead of -t."),
+]
+
+_run_id_option = click.option(
+    "--run-id", default=None, help="A run id or a unique prefix (default: latest)."
+)
+
+
+def _selected(func: Callable[..., Any]) -> Callable[..., Any]:
+    """Give a command the reference's common options, passed to it as one ``Selection``."""
+
+    @functools.wraps(func)
+    def command(
+        usecase_dir: str,
+        lineage_dir: str,
+        as_json: bool,
+        no_index: bool,
+        usecase: str | None,
+        package: str | None,
+        task: str | None,
+        asset: str | None,
+        **options: Any,
+    ) -> Any:
+        store = _open_store(usecase_dir, lineage_dir, use_index=not no_index, as_json=as_json)
+        return func(Selection(store, usecase, package, task, asset, as_json), **options)
+
+    for option in reversed(_SELECTION_OPTIONS):
+        command = option(command)
+    return command
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+def cli() -> None:
+    """ubunye-dagster: receipts of Dagster asset materialisations (Ubunye ADR 006)."""
+
+
+@cli.group()
+def lineage() -> None:
+    """Inspect run records under <usecase-dir>/.ubunye/lineage."""
+
+
+@lineage.command("list")
+@_selected
+@click.option("-n", "--n", "limit", default=10, show_default=True, help="How many recent runs.")
+def list_command(selection: Selection, limit: int) -> None:
+    """A task's recent runs, newest first."""
+    task_path = selection.task_path()
+    records = selection.store.list_runs(task_path, limit=limit)
+    human = (
+        runs_table(task_path, records)
+        if records
+        else f"No lineage records for {task_path} in {selection.store.root}."
+    )
+    selection.print([record.to_dict() for record in records], human)
+
+
+@lineage.command("show")
+@_selected
+@_run_id_option
+def show_command(selection: Selection, run_id: str | None) -> None:
+    """One run record as JSON (the latest, or --run-id)."""
+    click.echo(_latest(selection.store, selection.task_path(), run_id).to_json())
+
+
+@lineage.command("trace")
+@_selected
+@_run_id_option
+def trace_command(selection: Selection, run_id: str | None) -> None:
+    """What a run read, did and wrote: hashes, row counts, code, environment, timings, checks."""
+    record = _latest(selection.store, selection.task_path(), run_id)
+    selection.print(trace_document(record), trace_tree(record))
+
+
+def latest_pair(store: LineageStore, task_path: str) -> tuple[RunRecord, RunRecord]:
+    """(previous, newest): the newest run of the task and the run before it of the same
+    partition, so a partition is only ever compared with itself."""
+    runs = store.iter_runs(task_path, same_partition_as_newest=True)
+    newest = next(runs, None)
+    if newest is None:
+        raise CliError(f"compare needs two runs; {task_path} has none in {store.root}")
+    partition = partition_of(newest.to_dict())
+    # Lazy: reading stops at the first older run of the same partition.
+    for record in runs:
+        return record, newest
+    which = f"partition {partition!r}" if partition is not None else "unpartitioned runs"
+    raise CliError(
+        f"compare needs two runs of the same partition; the newest run {newest.run_id} of "
+        f"{task_path} is the only one of {which} in {store.root} (name two with "
+        "--run-id1/--run-id2)"
+    )
+
+
+@lineage.command("compare")
+@_selected
+@click.option("--run-id1", default=None, help="Run A (default: the newest run's predecessor).")
+@click.option("--run-id2", default=None, help="Run B (default: the newest run).")
+@click.option(
+    "--drift",
+    "with_drift",
+    is_flag=True,
+    help="Add the drift verdict to --json as key 'drift' (the table always shows it).",
+)
+@click.option(
+    "--strict-sources",
+    is_flag=True,
+    help="Judge assets that read no asset strictly, as build_drift_sensor(strict_sources=True).",
+)
+@click.option(
+    "--flag",
+    "flag_reasons",
+    multiple=True,
+    type=click.Choice(DRIFT_REASONS),
+    help="A drift reason that flags (repeat; default: 'same inputs' and 'inputs unknown').",
+)
+def compare_command(
+    selection: Selection,
+    run_id1: str | None,
+    run_id2: str | None,
+    with_drift: bool,
+    strict_sources: bool,
+    flag_reasons: tuple[str, ...],
+) -> None:
+    """Two runs side by side (by default the newest and the one before it of the same
+    partition): changed, unchanged, unknown or not comparable, and why; then the drift
+    sensor's verdict on the newer run's outputs (unchanged, explained, drift, not judged)."""
+    store = selection.store
+    task_path = selection.task_path()
+    if bool(run_id1) != bool(run_id2):
+        raise CliError(
+            "give both --run-id1 and --run-id2, or neither (the newest run and the one before it "
+            "of the same partition)"
+        )
+    if run_id1 and run_id2:
+        a, b = store.load(task_path, run_id1), store.load(task_path, run_id2)
+    else:
+        a, b = latest_pair(store, task_path)
+    comparison = compare(a, b)
+    previous, current = earlier_first(a, b)
+    judgements = judge_records(previous.to_dict(), current.to_dict(), strict_sources=strict_sources)
+    flags = flag_reasons or DEFAULT_FLAG_REASONS
+    if selection.as_json:
+        document = comparison.to_dict()
+        if with_drift:
+            document["drift"] = drift_document(judgements, previous, current, flags)
+        _print_json(document)
+    else:
+        console = make_console()
+        console.print(compare_table(comparison))
+        console.print(drift_lines(judgements, previous, current, flags))
+
+
+@lineage.command("search")
+@_selected
+@click.option("--status", default=None, help="Only runs with this status (success, error, ...).")
+@click.option("--since", default=None, help="Only runs started on or after this ISO date/time.")
+def search_command(selection: Selection, status: str | None, since: str | None) -> None:
+    """Runs across tasks, narrowed by -u/-p/-t (or --asset), --status and --since."""
+    name = selection.task_name()
+    if selection.package and not selection.usecase:
+        raise CliError("-p needs -u")
+    prefix = "/".join(p for p in (selection.usecase, selection.package) if p) or None
+    entries = selection.store.iter_search(
+        prefix, status=status, since=since, task=name, with_documents=selection.as_json
+    )
+    # Streamed: one run at a time from the index (or the folders) to stdout.
+    out = click.get_text_stream("stdout")
+    if selection.as_json:
+        write_json_list((entry.document() for entry in entries), out.write)
+    else:
+        write_search_lines(entries, out.write, color=out.isatty())
+
+
+def _with_store_options(func: Callable[..., Any]) -> Callable[..., Any]:
+    for option in reversed(_STORE_OPTIONS):
+        func = option(func)
+    return func
+
+
+@lineage.command("reindex")
+@_with_store_options
+@click.option("--full", is_flag=True, help="Delete the index and build it from every record.")
+def reindex_command(usecase_dir: str, lineage_dir: str, as_json: bool, full: bool) -> None:
+    """Bring the lineage index up to date with the record files (--full: build it anew);
+    reports the records read and the unreadable files skipped."""
+    store = _open_store(usecase_dir, lineage_dir, as_json=as_json)
+    report = store.reindex(full=full)
+    for _, reason in report.unreadable:
+        warnings.warn(
+            f"skipped an unreadable lineage record: {reason}", UnreadableRecordWarning, stacklevel=2
+        )
+    if as_json:
+        _print_json(reindex_document(report))
+    else:
+        click.echo(reindex_text(report, store.root))
+
+
+@lineage.command("diff")
+@_selected
+@click.argument("paths", nargs=-1)
+@click.option("--run-id1", default=None, help="Run A (default: the newest run's predecessor).")
+@click.option("--run-id2", default=None, help="Run B (default: the newest run).")
+@click.option("--output", "output", default=None, help="The output to compare (when several).")
+@click.option("--key", default=None, help="Key columns 'a,b': report rows changed by key.")
+@click.option("--limit", default=10, show_default=True, help="Rows shown of each kind.")
+def diff_command(
+    selection: Selection,
+    paths: tuple[str, ...],
+    run_id1: str | None,
+    run_id2: str | None,
+    output: str | None,
+    key: str | None,
+    limit: int,
+) -> int:
+    """Which rows changed between two runs of an asset (or two stored PATH_A PATH_B): rows
+    removed and added, or with --key rows changed. Exit 0 equal, 1 different, 2 trouble."""
+    from ubunye_core.diff.report import diff_versions, path_version, recorded_version
+
+    try:
+        if paths and len(paths) != 2:
+            raise CliError("give two stored paths PATH_A PATH_B, or an asset's runs")
+        if paths:
+            before, after = path_version(paths[0]), path_version(paths[1])
+        else:
+            a, b = _two_runs(selection, run_id1, run_id2)
+            pair = earlier_first(a, b)
+            before, after = (recorded_version(r, output_step(r, output)) for r in pair)
+        columns = [name.strip() for name in key.split(",") if name.strip()] if key else None
+        report = diff_versions(before, after, key=columns)
+    except (CliError, ReportError, LineageStoreError, ValueError, OSError) as exc:
+        raise DiffTrouble(str(exc)) from exc
+    selection.print(report.to_dict(limit), "\n".join(report.lines(limit)))
+    return 0 if report.equal else 1
+
+
+@lineage.command("digest")
+@_selected
+@click.option("--output", "output", default=None, help="The output to combine (when several).")
+def digest_command(selection: Selection, output: str | None) -> None:
+    """The rows-v1 digest of a whole (partitioned) asset: the newest successful run of each
+    partition, combined from the run records alone."""
+    from ubunye_core.diff.report import asset_digest, latest_partition_digests
+
+    task_path = selection.task_path()
+    parts = latest_partition_digests(selection.store, task_path, output)
+    fp = asset_digest(parts)
+    used = [
+        {"partition": p.partition, "run_id": p.run_id, "data_hash": p.fingerprint.data_hash,
+         "row_count": p.fingerprint.row_count}
+        for p in parts
+    ]  # fmt: skip
+    document = {
+        "task_path": task_path,
+        "data_hash": fp.data_hash,
+        "schema_hash": fp.schema_hash,
+        "row_count": fp.row_count,
+        "hash_method": fp.method,
+        "partitions": used,
+    }
+    lines = [
+        f"Digest of {task_path}: {len(parts)} partition(s)",
+        f"data   : {fp.data_hash}",
+        f"schema : {fp.schema_hash}",
+        f"rows   : {fp.row_count}",
+        "from   :",
+        *(
+            f"  {p['partition'] or '(unpartitioned)'}  run {p['run_id']}  {p['row_count']} rows"
+            for p in used
+        ),
+    ]
+    selection.print(document, "\n".join(lines))
+
+
+def _two_runs(
+    selection: Selection, run_id1: str | None, run_id2: str | None
+) -> tuple[RunRecord, RunRecord]:
+    """Runs A and B named by --run-id1/--run-id2, or the newest and its predecessor."""
+    task_path = selection.task_path()
+    if bool(run_id1) != bool(run_id2):
+        raise CliError("give both --run-id1 and --run-id2, or neither")
+    if run_id1 and run_id2:
+        return selection.store.load(task_path, run_id1), selection.store.load(task_path, run_id2)
+    return latest_pair(selection.store, task_path)
+
+
+@cli.command("clean")
+@click.argument("base_path")
+@click.option(
+    "--older-than",
+    "older_than_hours",
+    type=click.FloatRange(min=0),
+    default=DEFAULT_STALE_AFTER / 3600,
+    show_default=True,
+    help="Hours after which another host's staging entry counts as left by a dead writer.",
+)
+@click.option("--dry-run", is_flag=True, help="List what would be removed; remove nothing.")
+@click.option(
+    "--storage-options",
+    default="{}",
+    help='fsspec options as JSON, e.g. \'{"client_kwargs": {"endpoint_url": "..."}}\'.',
+)
+def clean_command(
+    base_path: str, older_than_hours: float, dry_run: bool, storage_options: str
+) -> None:
+    """Remove the staging entries (``.ubunye-tmp-*``) that killed writers left under BASE_PATH
+    (the IO manager's base_path: a folder or an fsspec URL). A live writer's entry is never
+    touched: on this host its process is asked; from another host, only entries older than
+    --older-than count as dead."""
+    root = UPath(base_path, **json.loads(storage_options))
+    native = str(root.absolute()) if root.protocol in ("", "file", "local") else root.path
+    stale_after = older_than_hours * 3600
+    if dry_run:
+        found = list(dead_staging_entries(root.fs, native, stale_after=stale_after, recursive=True))
+    else:
+        found = remove_dead_staging(root.fs, native, stale_after=stale_after, recursive=True)
+    for path in found:
+        click.echo(path)
+    verb = "would remove" if dry_run else "removed"
+    click.echo(
+        f"{verb} {len(found)} staging entr{'y' if len(found) == 1 else 'ies'} left by dead writers"
+    )
+
+
+def _fail(message: str, as_json: bool, code: int = 1) -> int:
+    first_line = " ".join(message.split("\n")[0].split()) or "failed"
+    if as_json:
+        _print_json({"ok": False, "error": first_line})
+    click.echo(f"error: {first_line}", err=True)
+    return code
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the CLI; returns the exit code (0 ok, 1 failure, 2 wrong command line)."""
+    args = list(sys.argv[1:] if argv is None else argv)
+    as_json = "--json" in args
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", UnreadableRecordWarning)
+        try:
+            result = cli.main(args, prog_name="ubunye-dagster", standalone_mode=False)
+            code = result if isinstance(result, int) else 0
+        except click.exceptions.Exit as exc:
+            code = exc.exit_code
+        except click.exceptions.NoArgsIsHelpError as exc:
+            # A bare group is a request for its help, not a mistake worth an error line.
+            click.echo(exc.ctx.get_help() if exc.ctx else exc.format_message(), err=True)
+            code = exc.exit_code
+        except click.exceptions.Abort:
+            code = _fail("aborted", as_json)
+        except click.ClickException as exc:
+            code = _fail(exc.format_message(), as_json, exc.exit_code)
+        except (CliError, ReportError, LineageStoreError, ValueError, OSError) as exc:
+            code = _fail(str(exc), as_json, getattr(exc, "exit_code", 1))
+        except Exception as exc:
+            if os.environ.get("UBUNYE_DAGSTER_DEBUG"):
+                raise
+            code = _fail(f"unexpected {type(exc).__name__}: {exc}", as_json)
+    for warning in caught:
+        if issubclass(warning.category, UnreadableRecordWarning):
+            click.echo(f"warning: {warning.message}", err=True)
+        else:
+            warnings.showwarning(
+                warning.message, warning.category, warning.filename, warning.lineno
+            )
+    return code
+
+
+if __name__ == "__main__":
+    sys.exit(main())
