@@ -62,6 +62,51 @@ def _texts_by_python(column: pa.ChunkedArray, kind: str) -> pa.ChunkedArray:
     return pa.chunked_array([value_texts(chunk, kind) for chunk in column.chunks], pa.string())
 
 
+def kernel_type(arrow_type: pa.DataType) -> pa.DataType:
+    """``arrow_type`` with the forms the kernel does not read (dictionaries, views, half floats)
+    replaced by ones it does, nested included; the values and their canonical names stay."""
+    import pyarrow as pa
+
+    t = arrow_type
+    if pa.types.is_dictionary(t):
+        return kernel_type(t.value_type)
+    if pa.types.is_float16(t):
+        return pa.float32()  # every half float is exactly a float, and named float32
+    if pa.types.is_string_view(t) or pa.types.is_binary_view(t):
+        return plain_type(t)
+    if isinstance(t, pa.ListViewType | pa.LargeListViewType):
+        return pa.large_list(t.value_field.with_type(kernel_type(t.value_type)))
+    if isinstance(t, pa.ListType | pa.LargeListType):
+        layout = pa.list_ if isinstance(t, pa.ListType) else pa.large_list
+        return layout(t.value_field.with_type(kernel_type(t.value_type)))
+    if isinstance(t, pa.FixedSizeListType):
+        return pa.list_(t.value_field.with_type(kernel_type(t.value_type)), t.list_size)
+    if pa.types.is_map(t):
+        return pa.map_(
+            t.key_field.with_type(kernel_type(t.key_type)),
+            t.item_field.with_type(kernel_type(t.item_type)),
+        )
+    if pa.types.is_struct(t):
+        return pa.struct([f.with_type(kernel_type(f.type)) for f in t])
+    return t
+
+
+def _as_kernel_reads(column: pa.ChunkedArray) -> pa.ChunkedArray | None:
+    """The column cast to :func:`kernel_type` (no copy when it already is); None when the cast
+    fails, so that the Python path writes it and says what is wrong with it."""
+    import pyarrow as pa
+
+    wanted = kernel_type(column.type)
+    if wanted == column.type:
+        return column
+    try:
+        cast = column.cast(wanted)
+        cast.validate(full=True)
+    except (pa.ArrowException, ValueError, TypeError):
+        return None
+    return cast
+
+
 def kernel_input(
     table: pa.Table, names: Sequence[str], kinds: Sequence[str]
 ) -> tuple[pa.Table, list[bool]]:
@@ -71,17 +116,12 @@ def kernel_input(
 
     columns, raw = [], []
     for name, kind in zip(names, kinds, strict=True):
-        column = table.column(name)
-        plain = plain_type(column.type)
-        if pa.types.is_float16(plain):
-            plain = pa.float32()  # every half float is exactly a float, and named float32
-        if plain != column.type:
-            column = column.cast(plain)
-        if kernel_writes(column.type, kind):
+        column = _as_kernel_reads(table.column(name))
+        if column is not None and kernel_writes(column.type, kind):
             columns.append(column)
             raw.append(False)
         else:
-            columns.append(_texts_by_python(column, kind))
+            columns.append(_texts_by_python(table.column(name), kind))
             raw.append(True)
             native.fallbacks["columns"] += 1
     positional = [f"c{i}" for i in range(len(columns))]
