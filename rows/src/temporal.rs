@@ -36,49 +36,35 @@ const PAIRS: &[u8; 200] = b"0001020304050607080910111213141516171819\
 6061626364656667686970717273747576777879\
 8081828384858687888990919293949596979899";
 
+/// Puts `value` (below 100) as two digits at `at`.
 #[inline]
-fn pair(value: u32) -> [u8; 2] {
-    let at = 2 * value as usize;
-    [PAIRS[at], PAIRS[at + 1]]
+fn put_pair(text: &mut [u8], at: usize, value: u32) {
+    let from = 2 * value as usize;
+    text[at..at + 2].copy_from_slice(&PAIRS[from..from + 2]);
 }
 
-/// `value` (below 10^width) as exactly `width` digits, `width` even or 4/6.
+/// `yyyy-MM-dd` of a day number, checked to be in the years 1 to 9999.
 #[inline]
-fn push_digits(value: u32, width: usize, out: &mut Vec<u8>) {
-    match width {
-        2 => out.extend_from_slice(&pair(value)),
-        4 => {
-            out.extend_from_slice(&pair(value / 100));
-            out.extend_from_slice(&pair(value % 100));
-        }
-        _ => {
-            out.extend_from_slice(&pair(value / 10_000));
-            out.extend_from_slice(&pair(value / 100 % 100));
-            out.extend_from_slice(&pair(value % 100));
-        }
-    }
-}
-
-fn write_day(days: i64, out: &mut Vec<u8>) -> Result<(), OutOfRange> {
+fn day_text(days: i64) -> Result<[u8; 10], OutOfRange> {
     if !(FIRST_DAY..=LAST_DAY).contains(&days) {
         return Err(OutOfRange(format!(
             "day {days} since 1970 is outside the years 1 to 9999"
         )));
     }
     let (year, month, day) = civil_from_days(days);
-    push_digits(year as u32, 4, out);
-    out.push(b'-');
-    push_digits(month, 2, out);
-    out.push(b'-');
-    push_digits(day, 2, out);
-    Ok(())
+    let mut text = *b"0000-00-00";
+    put_pair(&mut text, 0, year as u32 / 100);
+    put_pair(&mut text, 2, year as u32 % 100);
+    put_pair(&mut text, 5, month);
+    put_pair(&mut text, 8, day);
+    Ok(text)
 }
 
 /// Appends a date (days since 1970) as `"yyyy-MM-dd"`.
 pub fn write_date(days: i64, out: &mut Vec<u8>) -> Result<(), OutOfRange> {
-    out.push(b'"');
-    write_day(days, out)?;
-    out.push(b'"');
+    let mut text = [b'"'; 12];
+    text[1..11].copy_from_slice(&day_text(days)?);
+    out.extend_from_slice(&text);
     Ok(())
 }
 
@@ -95,22 +81,22 @@ pub fn to_micros(value: i64, unit: TimeUnit) -> Result<i64, OutOfRange> {
 
 /// Appends microseconds since 1970 as `"yyyy-MM-ddTHH:mm:ss.ffffff"`, with `Z` when `zoned`.
 pub fn write_micros(micros: i64, zoned: bool, out: &mut Vec<u8>) -> Result<(), OutOfRange> {
-    out.push(b'"');
-    write_day(micros.div_euclid(MICROS_PER_DAY), out)?;
+    let mut text = *b"\"0000-00-00T00:00:00.000000Z\"";
+    text[1..11].copy_from_slice(&day_text(micros.div_euclid(MICROS_PER_DAY))?);
     let rest = micros.rem_euclid(MICROS_PER_DAY);
-    let (seconds, fraction) = (rest / 1_000_000, (rest % 1_000_000) as u32);
-    out.push(b'T');
-    push_digits((seconds / 3600) as u32, 2, out);
-    out.push(b':');
-    push_digits((seconds / 60 % 60) as u32, 2, out);
-    out.push(b':');
-    push_digits((seconds % 60) as u32, 2, out);
-    out.push(b'.');
-    push_digits(fraction, 6, out);
+    let (seconds, fraction) = ((rest / 1_000_000) as u32, (rest % 1_000_000) as u32);
+    put_pair(&mut text, 12, seconds / 3600);
+    put_pair(&mut text, 15, seconds / 60 % 60);
+    put_pair(&mut text, 18, seconds % 60);
+    put_pair(&mut text, 21, fraction / 10_000);
+    put_pair(&mut text, 23, fraction / 100 % 100);
+    put_pair(&mut text, 25, fraction % 100);
     if zoned {
-        out.push(b'Z');
+        out.extend_from_slice(&text);
+    } else {
+        out.extend_from_slice(&text[..27]);
+        out.push(b'"');
     }
-    out.push(b'"');
     Ok(())
 }
 

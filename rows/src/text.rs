@@ -23,18 +23,25 @@ fn escape_of(byte: u8) -> Option<&'static [u8]> {
     }
 }
 
-/// True when some byte of `text` needs an escape; branch-free over 16-byte blocks so the
-/// compiler can use vector instructions (most text needs none).
+/// True when some byte of `text` needs an escape, eight bytes at a time (most text needs none).
 #[inline]
 fn needs_escape(text: &[u8]) -> bool {
-    let special = |b: u8| (b < 0x20) | (b == b'"') | (b == b'\\');
-    let mut blocks = text.chunks_exact(16);
-    for block in &mut blocks {
-        if block.iter().fold(false, |seen, &b| seen | special(b)) {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGH: u64 = 0x8080_8080_8080_8080;
+    // The classic "has a zero byte" tests: a byte below 0x20, or equal to '"' or '\\'.
+    let zero_byte = |v: u64| v.wrapping_sub(ONES) & !v & HIGH;
+    let mut words = text.chunks_exact(8);
+    for word in &mut words {
+        let v = u64::from_le_bytes(word.try_into().expect("8 bytes"));
+        let below = v.wrapping_sub(ONES * 0x20) & !v & HIGH;
+        if below | zero_byte(v ^ (ONES * 0x22)) | zero_byte(v ^ (ONES * 0x5C)) != 0 {
             return true;
         }
     }
-    blocks.remainder().iter().any(|&b| special(b))
+    words
+        .remainder()
+        .iter()
+        .any(|&b| b < 0x20 || b == b'"' || b == b'\\')
 }
 
 /// Appends `text` (valid UTF-8) as a JSON string literal, quotes included.
@@ -106,6 +113,18 @@ mod tests {
     #[test]
     fn other_controls_are_upper_case_hex() {
         assert_eq!(json("\u{1}\u{1f}\u{b}"), r#""\u0001\u001F\u000B""#);
+    }
+
+    #[test]
+    fn every_position_of_a_special_byte_is_found() {
+        for special in [b'"', b'\\', 0x00, 0x1f] {
+            for at in 0..19 {
+                let mut text = vec![b'a'; 19];
+                text[at] = special;
+                assert!(needs_escape(&text), "{special} at {at}");
+            }
+        }
+        assert!(!needs_escape("plain text, é and 😀 too ~".as_bytes()));
     }
 
     #[test]
