@@ -118,6 +118,7 @@ fn special_text(x: f64) -> Option<&'static [u8]> {
     }
 }
 
+/// Java's `d.dddE<n>` of a value outside the plain range, from its shortest digits.
 fn write_java(
     magnitude: f64,
     shortest: Shortest,
@@ -127,10 +128,6 @@ fn write_java(
 ) {
     if negative {
         out.push(b'-');
-    }
-    if (PLAIN_LOW..PLAIN_HIGH).contains(&magnitude) {
-        write_plain(&shortest, out);
-        return;
     }
     let mut digits = shortest.digits().to_vec();
     let mut power = shortest.point - 1;
@@ -152,25 +149,6 @@ fn write_java(
     }
     out.push(b'E');
     write!(out, "{power}").expect("writing to a Vec cannot fail");
-}
-
-/// `digits` at `point` as a plain decimal with at least one fraction digit.
-fn write_plain(shortest: &Shortest, out: &mut Vec<u8>) {
-    let digits = shortest.digits();
-    let point = shortest.point;
-    if point <= 0 {
-        out.extend_from_slice(b"0.");
-        out.extend(std::iter::repeat_n(b'0', (-point) as usize));
-        out.extend_from_slice(digits);
-    } else if point as usize >= digits.len() {
-        out.extend_from_slice(digits);
-        out.extend(std::iter::repeat_n(b'0', point as usize - digits.len()));
-        out.extend_from_slice(b".0");
-    } else {
-        out.extend_from_slice(&digits[..point as usize]);
-        out.push(b'.');
-        out.extend_from_slice(&digits[point as usize..]);
-    }
 }
 
 #[cfg(test)]

@@ -6,7 +6,7 @@ use arrow_array::RecordBatch;
 use crate::error::{KernelError, Result};
 use crate::strings::Bytes;
 use crate::text;
-use crate::writer::Column;
+use crate::writer::{write_struct, Column};
 
 /// What each row of a batch is hashed as.
 pub enum Rows<'a> {
@@ -82,22 +82,7 @@ impl<'a> Rows<'a> {
         out.clear();
         match self {
             Rows::Lines(bytes, _) => out.extend_from_slice(bytes.at(i)),
-            Rows::Table { members, .. } => {
-                out.push(b'{');
-                let mut first = true;
-                for (head, column) in members {
-                    if column.is_null(i) {
-                        continue;
-                    }
-                    if !first {
-                        out.push(b',');
-                    }
-                    first = false;
-                    out.extend_from_slice(head);
-                    column.write(i, out)?;
-                }
-                out.push(b'}');
-            }
+            Rows::Table { members, .. } => write_struct(members, i, out)?,
         }
         Ok(())
     }

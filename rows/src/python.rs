@@ -62,6 +62,20 @@ fn line_rows(batches: &[RecordBatch]) -> Result<Vec<Rows<'_>>> {
     batches.iter().map(Rows::lines).collect()
 }
 
+/// Imports `data`, then runs `work` on its batches with the GIL released; the bytes it gives
+/// become a Python `bytes`.
+fn run_detached(
+    py: Python<'_>,
+    data: &Bound<'_, PyAny>,
+    threads: usize,
+    work: impl FnOnce(&[RecordBatch], usize) -> Result<Vec<u8>> + Send,
+) -> PyResult<Py<PyBytes>> {
+    let threads = check_threads(threads)?;
+    let batches = record_batches(data)?;
+    let bytes = py.detach(|| work(&batches, threads)).map_err(to_py)?;
+    Ok(PyBytes::new(py, &bytes).unbind())
+}
+
 /// Per bucket: rows, lane A and lane B sums of the canonical lines of `data`'s rows, as 768
 /// little-endian u64. `names` are the columns' names to write (the columns come sorted by name);
 /// `raw[i]` marks a column of value texts the Python path already wrote.
@@ -73,13 +87,10 @@ fn table_buckets(
     raw: Vec<bool>,
     threads: usize,
 ) -> PyResult<Py<PyBytes>> {
-    let threads = check_threads(threads)?;
-    let batches = record_batches(data)?;
-    let bytes = py
-        .detach(|| table_rows(&batches, &names, &raw).and_then(|rows| bucket_rows(&rows, threads)))
-        .map_err(to_py)?
-        .to_le_bytes();
-    Ok(PyBytes::new(py, &bytes).unbind())
+    run_detached(py, data, threads, |batches, threads| {
+        let rows = table_rows(batches, &names, &raw)?;
+        Ok(bucket_rows(&rows, threads)?.to_le_bytes())
+    })
 }
 
 /// Every row's SHA-256 (32 bytes each, in row order) of the canonical lines of `data`.
@@ -91,35 +102,25 @@ fn table_digests(
     raw: Vec<bool>,
     threads: usize,
 ) -> PyResult<Py<PyBytes>> {
-    let threads = check_threads(threads)?;
-    let batches = record_batches(data)?;
-    let bytes = py
-        .detach(|| table_rows(&batches, &names, &raw).and_then(|rows| digest_rows(&rows, threads)))
-        .map_err(to_py)?;
-    Ok(PyBytes::new(py, &bytes).unbind())
+    run_detached(py, data, threads, |batches, threads| {
+        digest_rows(&table_rows(batches, &names, &raw)?, threads)
+    })
 }
 
 /// Per-bucket sums (as `table_buckets`) of lines already built: the first column of `data`.
 #[pyfunction]
 fn line_buckets(py: Python<'_>, data: &Bound<'_, PyAny>, threads: usize) -> PyResult<Py<PyBytes>> {
-    let threads = check_threads(threads)?;
-    let batches = record_batches(data)?;
-    let bytes = py
-        .detach(|| line_rows(&batches).and_then(|rows| bucket_rows(&rows, threads)))
-        .map_err(to_py)?
-        .to_le_bytes();
-    Ok(PyBytes::new(py, &bytes).unbind())
+    run_detached(py, data, threads, |batches, threads| {
+        Ok(bucket_rows(&line_rows(batches)?, threads)?.to_le_bytes())
+    })
 }
 
 /// Every line's SHA-256 (as `table_digests`) of lines already built: the first column of `data`.
 #[pyfunction]
 fn line_digests(py: Python<'_>, data: &Bound<'_, PyAny>, threads: usize) -> PyResult<Py<PyBytes>> {
-    let threads = check_threads(threads)?;
-    let batches = record_batches(data)?;
-    let bytes = py
-        .detach(|| line_rows(&batches).and_then(|rows| digest_rows(&rows, threads)))
-        .map_err(to_py)?;
-    Ok(PyBytes::new(py, &bytes).unbind())
+    run_detached(py, data, threads, |batches, threads| {
+        digest_rows(&line_rows(batches)?, threads)
+    })
 }
 
 /// True when the CPU has the SHA extensions (SHA-NI) the kernel's SHA-256 uses.

@@ -113,6 +113,17 @@ impl<'a> Column<'a> {
         self.all_null || self.nulls.as_ref().is_some_and(|nulls| nulls.is_null(i))
     }
 
+    /// Appends value `i`'s text, or `null` (as a list item or map value writes a null).
+    #[inline]
+    fn write_or_null(&self, i: usize, out: &mut Vec<u8>) -> Result<()> {
+        if self.is_null(i) {
+            out.extend_from_slice(b"null");
+            Ok(())
+        } else {
+            self.write(i, out)
+        }
+    }
+
     /// Appends the canonical text of value `i`, which is not null.
     pub fn write(&self, i: usize, out: &mut Vec<u8>) -> Result<()> {
         match &self.kind {
@@ -331,17 +342,15 @@ fn write_list(
         if item > start {
             out.push(b',');
         }
-        if items.is_null(item) {
-            out.extend_from_slice(b"null");
-        } else {
-            items.write(item, out)?;
-        }
+        items.write_or_null(item, out)?;
     }
     out.push(b']');
     Ok(())
 }
 
-fn write_struct(fields: &[(Vec<u8>, Column<'_>)], i: usize, out: &mut Vec<u8>) -> Result<()> {
+/// Appends `{"name":value,...}` of row `i` of `fields` (each with its written `"name":` head),
+/// null members left out: a struct's value, and a whole row's line.
+pub fn write_struct(fields: &[(Vec<u8>, Column<'_>)], i: usize, out: &mut Vec<u8>) -> Result<()> {
     out.push(b'{');
     let mut first = true;
     for (head, column) in fields {
@@ -384,11 +393,7 @@ fn write_map(
             Keys::Unsigned(v) => write_quoted_integer(v[entry], out),
         }
         out.push(b':');
-        if values.is_null(entry) {
-            out.extend_from_slice(b"null");
-        } else {
-            values.write(entry, out)?;
-        }
+        values.write_or_null(entry, out)?;
     }
     out.push(b'}');
     Ok(())

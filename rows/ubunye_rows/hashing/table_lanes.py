@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ubunye_rows.hashing import native
 from ubunye_rows.hashing.arrow_lines import slice_lines, table_slices, value_texts
@@ -128,34 +128,36 @@ def kernel_input(
     return pa.table(columns, names=positional), raw
 
 
+def _by_kernel(function: str, table: pa.Table, names: Sequence[str], kinds: Sequence[str]) -> Any:
+    """The kernel's ``function`` (``table_buckets`` or ``table_digests``) of the table's lines;
+    None when the kernel is missing or refuses a value (the Python path then hashes it)."""
+    module = native.kernel()
+    if module is None:
+        return None
+    data, raw = kernel_input(table, names, kinds)
+    try:
+        return getattr(module, function)(data, list(names), raw, hash_threads())
+    except module.KernelFallback:
+        native.fallbacks["tables"] += 1
+        return None
+
+
 def table_buckets(table: pa.Table, names: Sequence[str], kinds: Sequence[str]) -> np.ndarray:
     """Per-bucket row counts and lane sums ((3, 256) uint64) of the canonical lines of ``table``'s
     columns ``names`` (sorted by name) written under ``kinds``."""
-    module = native.kernel()
-    if module is not None:
-        data, raw = kernel_input(table, names, kinds)
-        try:
-            packed = module.table_buckets(data, list(names), raw, hash_threads())
-        except module.KernelFallback:
-            native.fallbacks["tables"] += 1
-        else:
-            return native.buckets_from_bytes(packed)
-    return python_table_buckets(table, names, kinds)
+    packed = _by_kernel("table_buckets", table, names, kinds)
+    if packed is None:
+        return python_table_buckets(table, names, kinds)
+    return native.buckets_from_bytes(packed)
 
 
 def table_digests(table: pa.Table, names: Sequence[str], kinds: Sequence[str]) -> np.ndarray:
     """Each row's SHA-256 (of its canonical line, as :func:`table_buckets` writes it) as an
     (n, 32) uint8 array in row order."""
-    module = native.kernel()
-    if module is not None:
-        data, raw = kernel_input(table, names, kinds)
-        try:
-            packed = module.table_digests(data, list(names), raw, hash_threads())
-        except module.KernelFallback:
-            native.fallbacks["tables"] += 1
-        else:
-            return native.digests_from_bytes(packed)
-    return python_table_digests(table, names, kinds)
+    packed = _by_kernel("table_digests", table, names, kinds)
+    if packed is None:
+        return python_table_digests(table, names, kinds)
+    return native.digests_from_bytes(packed)
 
 
 def python_table_buckets(table: pa.Table, names: Sequence[str], kinds: Sequence[str]) -> np.ndarray:
