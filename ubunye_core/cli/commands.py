@@ -367,11 +367,15 @@ def search_command(selection: Selection, status: str | None, since: str | None) 
         prefix, status=status, since=since, task=name, with_documents=selection.as_json
     )
     # Streamed: one run at a time from the index (or the folders) to stdout.
-    out = click.get_text_stream("stdout")
     if selection.as_json:
-        write_json_list((entry.document() for entry in entries), out.write)
+        write_json_list((entry.document() for entry in entries), _write_out)
     else:
-        write_search_lines(entries, out.write, color=out.isatty())
+        write_search_lines(entries, _write_out, color=sys.stdout.isatty())
+
+
+def _write_out(text: str) -> None:
+    """Write ``text`` to stdout as it is (click's stream getters are deprecated in click 8.5)."""
+    click.echo(text, nl=False)
 
 
 def _with_store_options(func: Callable[..., Any]) -> Callable[..., Any]:
