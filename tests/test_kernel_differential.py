@@ -373,3 +373,14 @@ def test_without_the_extension_hashing_warns_once_with_the_install_command(monke
     assert len(missing) == 1
     assert "pip install" in str(missing[0].message)
     assert first == second == expected
+
+
+def test_timestamps_past_the_years_1_to_9999_are_hashed_by_the_python_path():
+    # 10000-01-01, the microsecond before 0001-01-01, and the epoch: Spark writes signed years.
+    micros = [253_402_300_800_000_000, -62_135_596_800_000_001, 0]
+    table = pa.table({"t": pa.array(micros, pa.int64()).cast(pa.timestamp("us", tz="UTC"))})
+    before = native.fallbacks["tables"]
+    with_kernel = fingerprint(table)
+    assert native.fallbacks["tables"] == before + 1
+    assert with_kernel.is_complete
+    assert_rows_agree(table)
