@@ -185,7 +185,7 @@ def tables(draw: st.DrawFn) -> pa.Table:
         kind, values = draw(column())
         data = draw(st.lists(values, min_size=rows, max_size=rows))
         if pa.types.is_float16(kind):
-            mask = np.array([v is None for v in data])
+            mask = np.array([v is None for v in data], dtype=bool)
             floats = np.array([0.0 if v is None else v for v in data], dtype=np.float16)
             columns.append(pa.array(floats, mask=mask))
         elif pa.types.is_dictionary(kind):
