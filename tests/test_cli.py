@@ -314,6 +314,16 @@ def test_a_wrong_command_line_is_one_line_and_exit_code_2(capsys, usecase_dir):
     assert code == 2 and err.startswith("error: No such option") and err.count("\n") == 1
 
 
+# click 8.1 (held by Dagster 1.10) and click 8.2+ treat a bare group differently; the CLI
+# decides it itself (ubunye_core.cli.BareGroupPrintsHelp), so this holds on both.
+@pytest.mark.parametrize("args", [(), ("lineage",)], ids=["top", "lineage"])
+def test_a_bare_command_group_prints_its_help_on_stderr_and_exits_2(capsys, args):
+    code, out, err = run_cli(capsys, *args)
+    assert (code, out) == (2, "")
+    assert err.startswith(f"Usage: ubunye-dagster {' '.join(args)}".rstrip()) and "Commands:" in err
+    assert "error:" not in err
+
+
 def test_a_corrupt_record_is_a_warning_on_stderr_and_the_listing_goes_on(capsys, usecase_dir):
     store = LineageStore.for_usecase_dir(usecase_dir)
     store.path_for(f"dagster/default/{TASK}", "broken").write_text("{", encoding="utf-8")

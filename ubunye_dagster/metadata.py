@@ -42,6 +42,9 @@ PARTITION = "ubunye/partition"
 EXPECTATION_RESULTS = "ubunye/expectation_results"
 #: One line on the output's sketch (rows per bucket); the sketch itself is in the run record.
 SKETCH = "ubunye/sketch"
+#: Markdown for people: the verdict against the previous materialisation, the inputs' digests
+#: and how each was proven, where the record is (``ubunye_dagster.summary``).
+SUMMARY = "ubunye/summary"
 URI = "dagster/uri"
 COLUMN_SCHEMA = "dagster/column_schema"
 

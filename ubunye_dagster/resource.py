@@ -28,6 +28,7 @@ from ubunye_dagster.metadata import output_metadata
 from ubunye_dagster.records import close_record
 from ubunye_dagster.session import asset_record, close_run, open_session
 from ubunye_dagster.strict_fields import refuse_unknown_fields
+from ubunye_dagster.summary import summary_metadata
 from ubunye_rows.hashing import Fingerprint, fingerprint
 
 
@@ -141,6 +142,16 @@ class UbunyeResource(dg.ConfigurableResource):
         metadata = output_metadata(
             record, output, record_path=path, input_asset_keys=keys, partition_key=partition_key
         )
+        summary = summary_metadata(
+            context.instance,
+            asset_key,
+            partition_key,
+            record,
+            output,
+            record_path=path,
+            input_asset_keys=keys,
+        )
+        metadata = {**summary, **metadata}  # the summary first: the entry people read
         version = dg.DataVersion(fp.data_hash) if fp.data_hash is not None else None
         return Receipt(record=record, record_path=path, metadata=metadata, data_version=version)
 
