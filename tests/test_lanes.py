@@ -1,4 +1,4 @@
-"""Lane sums: the fast engine and the hashlib fallback give the spec's sums, on any threads."""
+"""Lane sums: the native kernel and the hashlib fallback give the spec's sums, on any threads."""
 
 from __future__ import annotations
 
@@ -11,15 +11,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ubunye_rows import fingerprint
-from ubunye_rows.hashing import lanes
+from ubunye_rows.hashing import lanes, native
 from ubunye_rows.hashing.arrow_lines import slice_lines, table_slices
 from ubunye_rows.hashing.canonical import arrow_canonical_lines
 from ubunye_rows.hashing.digest import LANE_MASK, line_lanes
 from ubunye_rows.hashing.types import schema_pairs
-
-datafusion_needed = pytest.mark.skipif(
-    not lanes._datafusion_imports(), reason="datafusion is not installed"
-)
 
 LINES = [
     '{"a":1}',
@@ -68,28 +64,25 @@ def test_fallback_gives_the_spec_sums(shape):
     assert lanes.sum_line_lanes_hashlib(lines) == spec_sums(texts)
 
 
-@datafusion_needed
 @pytest.mark.parametrize("shape", list(shapes()))
 def test_fast_engine_and_fallback_give_identical_sums(shape):
     lines, _ = shapes()[shape]
-    assert lanes.sum_line_lanes_datafusion(lines) == lanes.sum_line_lanes_hashlib(lines)
+    assert lanes.sum_line_lanes_kernel(lines) == lanes.sum_line_lanes_hashlib(lines)
 
 
-@datafusion_needed
 @settings(max_examples=40, deadline=None)
 @given(st.lists(st.text(), max_size=60), st.integers(0, 5))
 def test_fast_engine_agrees_with_the_spec_on_any_text(texts, cut):
     array = pa.array(texts, pa.string())
     chunked = pa.chunked_array([array.slice(0, cut), array.slice(cut)], pa.string())
     expected = spec_sums(texts)
-    assert lanes.sum_line_lanes_datafusion(chunked, threads=3) == expected
+    assert lanes.sum_line_lanes_kernel(chunked, threads=3) == expected
     assert lanes.sum_line_lanes_hashlib(chunked) == expected
 
 
-@datafusion_needed
 def test_number_of_threads_does_not_change_the_sums():
     lines = pa.array([f'{{"i":{i},"t":"é{i * 7}"}}' for i in range(70_000)], pa.string())
-    sums = {lanes.sum_line_lanes_datafusion(lines, threads=n) for n in (1, 2, 3)}
+    sums = {lanes.sum_line_lanes_kernel(lines, threads=n) for n in (1, 2, 3)}
     assert sums == {lanes.sum_line_lanes_hashlib(lines)}
 
 
@@ -251,12 +244,13 @@ def test_a_slice_worker_builds_on_its_own_thread_only():
     assert seen == [1] * 12
 
 
-def test_without_datafusion_the_fallback_gives_the_same_digest(monkeypatch):
+def test_without_the_kernel_the_fallback_gives_the_same_digest(monkeypatch):
     table = mixed_table(3000)
     expected = fingerprint(table)
-    monkeypatch.setitem(lanes._datafusion_state, "ok", False)
+    assert lanes.lane_engine() == "kernel"
+    monkeypatch.setitem(native._state, "module", None)
     assert lanes.lane_engine() == "hashlib"
     assert fingerprint(table) == expected
-    monkeypatch.setenv(lanes.HASH_ENGINE_ENV, "datafusion")
-    with pytest.raises(ImportError, match="datafusion"):
+    monkeypatch.setenv(lanes.HASH_ENGINE_ENV, "kernel")
+    with pytest.raises(ImportError, match="ubunye-rows"):
         lanes.lane_engine()

@@ -12,13 +12,13 @@ from __future__ import annotations
 import json
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from ubunye_rows.hashing.arrow_lines import slice_lines, table_slices
+from ubunye_rows.hashing.arrow_lines import slice_lines
 from ubunye_rows.hashing.fingerprint import arrow_schema_pairs
-from ubunye_rows.hashing.lanes import hash_threads, line_digests
+from ubunye_rows.hashing.lanes import line_digests
+from ubunye_rows.hashing.table_lanes import table_digests
 from ubunye_rows.sketch import Sketch, add_digest_buckets, empty_bucket_arrays
 
 if TYPE_CHECKING:
@@ -94,17 +94,7 @@ def table_row_digests(table: pa.Table) -> np.ndarray:
         # No columns: rows-v1 writes every row as the same empty line.
         return np.tile(line_digests(_text(["{}"])), (table.num_rows, 1))
     kinds = dict(arrow_schema_pairs(table))
-    ordered = [kinds[name] for name in names]
-
-    def digests(batch: pa.RecordBatch) -> np.ndarray:
-        return line_digests(slice_lines(batch, ordered))
-
-    slices = table_slices(table, names)
-    with ThreadPoolExecutor(max_workers=hash_threads(), thread_name_prefix="ubunye-diff") as pool:
-        parts = list(pool.map(digests, slices))
-    if not parts:
-        return np.zeros((0, 32), dtype=np.uint8)
-    return np.concatenate(parts)
+    return table_digests(table, names, [kinds[name] for name in names])
 
 
 def sketch_of_digests(table: pa.Table, digests: np.ndarray) -> Sketch:

@@ -5,7 +5,6 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from ubunye_rows.hashing.arrow_lines import slice_lines, table_slices
 from ubunye_rows.hashing.canonical import canonical_lines
 from ubunye_rows.hashing.digest import (
     Fingerprint,
@@ -14,7 +13,8 @@ from ubunye_rows.hashing.digest import (
     prefixed_sha256,
     schema_hash,
 )
-from ubunye_rows.hashing.lanes import bucket_slices_lanes, bucket_totals_lanes
+from ubunye_rows.hashing.lanes import bucket_totals_lanes
+from ubunye_rows.hashing.table_lanes import table_buckets
 from ubunye_rows.hashing.types import schema_pairs
 
 
@@ -54,10 +54,7 @@ def arrow_fingerprint_or_raise(data: Any) -> Fingerprint:
             sketch=sketch,
         )
     ordered_kinds = [kinds[name] for name in names]
-    # Each thread builds and hashes whole slices, so no core waits between the two.
-    totals = bucket_slices_lanes(
-        table_slices(table, names), lambda batch: slice_lines(batch, ordered_kinds)
-    )
+    totals = table_buckets(table, names, ordered_kinds)
     return Fingerprint(
         schema_hash=schema_hash(pairs),
         data_hash=data_hash(pairs, table.num_rows, bucket_totals_lanes(totals)),

@@ -1,10 +1,10 @@
 """Lane sums of canonical lines: each line's SHA-256, bytes 0..8 and 8..16 summed modulo 2**64.
 
-Two engines give the same sums. DataFusion's built-in ``sha256`` hashes an Arrow array
-in native code on several cores without the GIL; it is used when it imports. Otherwise
-``hashlib`` hashes one line at a time straight from Arrow's buffers (one core: a short
-line's hash holds the GIL). ``UBUNYE_HASH_THREADS`` caps the threads hashing may use;
-:func:`sum_slices_lanes` builds and hashes slices of a table on that many threads.
+Two engines give the same sums. The native kernel (``ubunye_rows._kernel``) hashes an Arrow
+array on several cores without the GIL; it is used when it imports. Otherwise ``hashlib``
+hashes one line at a time straight from Arrow's buffers (one core: a short line's hash holds
+the GIL). ``UBUNYE_HASH_THREADS`` caps the threads hashing may use; :func:`sum_slices_lanes`
+builds and hashes slices of a table on that many threads.
 """
 
 from __future__ import annotations
@@ -17,6 +17,8 @@ from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from ubunye_rows.hashing import native
+
 if TYPE_CHECKING:
     import pyarrow as pa
 
@@ -24,20 +26,14 @@ if TYPE_CHECKING:
 #: usable cores. The digest never depends on it.
 HASH_THREADS_ENV = "UBUNYE_HASH_THREADS"
 
-#: Setting that picks the lane engine: ``auto`` (default), ``datafusion`` or ``hashlib``.
+#: Setting that picks the lane engine: ``auto`` (default), ``kernel`` or ``hashlib``.
 HASH_ENGINE_ENV = "UBUNYE_HASH_ENGINE"
 
-ENGINES = ("datafusion", "hashlib")
-
-#: Below this many lines a single partition is cheaper than spreading them over threads.
-_ROWS_PER_PARTITION = 16_384
-
-_TABLE = "ubunye_lines"
-_COLUMN = "line"
+ENGINES = ("kernel", "hashlib")
 
 _Slice = TypeVar("_Slice")
 
-#: Per-thread state: DataFusion sessions, and whether the thread is a slice worker.
+#: Per-thread state: whether the thread is a slice worker.
 _local = threading.local()
 
 
@@ -72,16 +68,16 @@ def _thread_count(threads: int | None) -> int:
 
 
 def lane_engine() -> str:
-    """The engine ``sum_line_lanes`` uses: the setting, else DataFusion when it imports."""
+    """The engine ``sum_line_lanes`` uses: the setting, else the native kernel when it imports."""
     wanted = os.environ.get(HASH_ENGINE_ENV, "auto").strip().lower() or "auto"
     if wanted not in ("auto", *ENGINES):
-        raise ValueError(f"{HASH_ENGINE_ENV} must be auto, datafusion or hashlib, not {wanted!r}")
+        raise ValueError(f"{HASH_ENGINE_ENV} must be auto, kernel or hashlib, not {wanted!r}")
     if wanted == "hashlib":
         return "hashlib"
-    if _datafusion_imports():
-        return "datafusion"
-    if wanted == "datafusion":
-        raise ImportError(f"{HASH_ENGINE_ENV}=datafusion but the datafusion package is missing")
+    if native.kernel() is not None:
+        return "kernel"
+    if wanted == "kernel":
+        raise ImportError(f"{HASH_ENGINE_ENV}=kernel but {native.INSTALL_COMMAND} is missing")
     return "hashlib"
 
 
@@ -107,8 +103,8 @@ def bucket_line_lanes(lines: pa.Array | pa.ChunkedArray, *, threads: int | None 
     pieces = _line_pieces(lines)
     if not pieces:
         return empty_bucket_arrays()
-    if lane_engine() == "datafusion":
-        return _datafusion_buckets(pieces, _thread_count(threads))
+    if lane_engine() == "kernel":
+        return _kernel_buckets(pieces, _thread_count(threads))
     return _hashlib_buckets(pieces)
 
 
@@ -124,14 +120,13 @@ def line_digests(lines: pa.Array | pa.ChunkedArray) -> Any:
     import numpy as np
 
     pieces = _line_pieces(lines)
-    if lane_engine() == "datafusion":
-        # One partition per piece keeps the digests in line order.
-        chunks = [d for piece in pieces for d, _ in _datafusion_digests([piece], 1)]
-    else:
-        chunks = [_hashlib_digests(piece) for piece in pieces]
-    if not chunks:
+    if not pieces:
         return np.zeros((0, 32), dtype=np.uint8)
-    return np.concatenate(chunks).reshape(-1, 32)
+    if lane_engine() == "kernel":
+        digests = native.line_digests(_as_chunked(pieces), hash_threads())
+        if digests is not None:
+            return digests
+    return np.concatenate([_hashlib_digests(piece) for piece in pieces]).reshape(-1, 32)
 
 
 def sum_line_lanes_hashlib(lines: pa.Array | pa.ChunkedArray) -> tuple[int, int]:
@@ -139,14 +134,16 @@ def sum_line_lanes_hashlib(lines: pa.Array | pa.ChunkedArray) -> tuple[int, int]
     return bucket_totals_lanes(_hashlib_buckets(_line_pieces(lines)))
 
 
-def sum_line_lanes_datafusion(
+def sum_line_lanes_kernel(
     lines: pa.Array | pa.ChunkedArray, *, threads: int | None = None
 ) -> tuple[int, int]:
-    """The same sums as :func:`sum_line_lanes`, always by DataFusion (ImportError without it)."""
+    """The same sums as :func:`sum_line_lanes`, always by the kernel (ImportError without it)."""
     pieces = _line_pieces(lines)
     if not pieces:
         return 0, 0
-    return bucket_totals_lanes(_datafusion_buckets(pieces, _thread_count(threads)))
+    if native.kernel() is None:
+        raise ImportError(f"the native kernel is missing: {native.INSTALL_COMMAND}")
+    return bucket_totals_lanes(_kernel_buckets(pieces, _thread_count(threads)))
 
 
 def sum_slices_lanes(
@@ -278,84 +275,17 @@ def _hashlib_buckets(pieces: list[pa.Array]) -> Any:
     return totals
 
 
-_datafusion_state: dict[str, bool] = {}
-
-
-def _datafusion_imports() -> bool:
-    if "ok" not in _datafusion_state:
-        try:
-            import datafusion  # noqa: F401
-        except ImportError:
-            _datafusion_state["ok"] = False
-        else:
-            _datafusion_state["ok"] = True
-    return _datafusion_state["ok"]
-
-
-def _datafusion_context(partitions: int) -> Any:
-    """This thread's DataFusion session for ``partitions`` partitions (sessions are not shared)."""
-    from datafusion import SessionConfig, SessionContext
-
-    contexts = getattr(_local, "contexts", None)
-    if contexts is None:
-        contexts = _local.contexts = {}
-    if partitions not in contexts:
-        config = SessionConfig().with_target_partitions(partitions)
-        contexts[partitions] = SessionContext(config)
-    return contexts[partitions]
-
-
-def _partitions(pieces: list[pa.Array], count: int) -> list[list[pa.RecordBatch]]:
-    """The lines as ``count`` (or fewer) partitions of record batches with even row counts."""
+def _as_chunked(pieces: list[pa.Array]) -> pa.ChunkedArray:
+    """The pieces as one chunked array of string or large_string (the kernel reads both)."""
     import pyarrow as pa
 
-    rows = sum(len(piece) for piece in pieces)
-    count = max(1, min(count, rows // _ROWS_PER_PARTITION))
-    per_part = -(-rows // count)
-    parts: list[list[pa.RecordBatch]] = [[] for _ in range(count)]
-    part = filled = 0
-    for piece in pieces:
-        start = 0
-        while start < len(piece):
-            take = min(len(piece) - start, per_part - filled)
-            column = piece.slice(start, take)
-            parts[part].append(pa.RecordBatch.from_arrays([column], names=[_COLUMN]))
-            start, filled = start + take, filled + take
-            if filled == per_part:
-                part, filled = part + 1, 0
-    return [p for p in parts if p]
+    plain = [p if not _is_string_view(p.type) else p.cast(pa.string()) for p in pieces]
+    if len({p.type for p in plain}) > 1:
+        plain = [p.cast(pa.large_string()) for p in plain]
+    return pa.chunked_array(plain)
 
 
-def _datafusion_digests(pieces: list[pa.Array], threads: int) -> Iterator[tuple[Any, int]]:
-    """Each result batch's SHA-256 digests by DataFusion, as (uint8 numpy array, count)."""
-    import numpy as np
-    import pyarrow as pa
-
-    parts = _partitions(pieces, threads)
-    context = _datafusion_context(len(parts))
-    context.register_record_batches(_TABLE, parts)
-    try:
-        batches = context.sql(f"SELECT sha256({_COLUMN}) AS digest FROM {_TABLE}").collect()
-    finally:
-        context.deregister_table(_TABLE)
-    for batch in batches:
-        digests = batch.column(0)
-        if not pa.types.is_binary(digests.type):
-            digests = digests.cast(pa.binary())
-        if digests.null_count:
-            raise RuntimeError("DataFusion returned a null SHA-256 for a line")
-        _, offset_buffer, data_buffer = digests.buffers()
-        offsets = np.frombuffer(
-            offset_buffer, dtype=np.int32, count=len(digests) + 1, offset=digests.offset * 4
-        )
-        yield np.frombuffer(data_buffer, dtype=np.uint8)[offsets[0] : offsets[-1]], len(digests)
-
-
-def _datafusion_buckets(pieces: list[pa.Array], threads: int) -> Any:
-    """Per-bucket counts and lane sums by DataFusion's ``sha256``, over ``threads`` partitions."""
-    from ubunye_rows.sketch import add_digest_buckets, empty_bucket_arrays
-
-    totals = empty_bucket_arrays()
-    for digests, count in _datafusion_digests(pieces, threads):
-        add_digest_buckets(totals, digests, count)
-    return totals
+def _kernel_buckets(pieces: list[pa.Array], threads: int) -> Any:
+    """Per-bucket counts and lane sums by the native kernel; ``hashlib`` if it is missing."""
+    totals = native.line_buckets(_as_chunked(pieces), threads)
+    return _hashlib_buckets(pieces) if totals is None else totals

@@ -1,7 +1,7 @@
 """rows-v1 on Spark with the Arrow path in Spark's Python workers (``mapInArrow``).
 
 Each partition's rows reach a Python worker as Arrow batches; the worker writes and hashes their
-canonical lines exactly as :func:`ubunye_rows.fingerprint` does for an Arrow table (native code,
+canonical lines as :func:`ubunye_rows.fingerprint` does for an Arrow table (the native kernel,
 on the worker's cores) and sends back one row: its row count and its two lane sums cut into the
 same 22/21/21-bit pieces as the JVM path, which Spark then sums as ``long``. No line leaves the
 worker. The lines are the Arrow path's, so the digest does not depend on the executors' Java
@@ -73,20 +73,15 @@ def partition_lane_pieces(
     """
     import pyarrow as pa
 
-    from ubunye_rows.hashing.arrow_lines import slice_lines, table_slices
-    from ubunye_rows.hashing.lanes import bucket_slices_lanes
+    from ubunye_rows.hashing.table_lanes import table_buckets
+    from ubunye_rows.sketch import empty_bucket_arrays
 
-    def slices() -> Iterator[pa.RecordBatch]:
-        for group in _row_groups(batches, columns, names):
-            yield from table_slices(group, names)
-
-    def lines(piece: pa.Table) -> pa.Array:
+    totals = empty_bucket_arrays()
+    for group in _row_groups(batches, columns, names):
         try:
-            return slice_lines(piece, kinds)
+            totals += table_buckets(group, names, kinds)
         except (ValueError, OverflowError) as exc:
             raise WorkerCannotWriteLine(f"{type(exc).__name__}: {exc}") from exc
-
-    totals = bucket_slices_lanes(slices(), lines)
     used = [bucket for bucket in range(len(totals[0])) if totals[0][bucket]]
     values: dict[str, list[int]] = {"bucket": used, "rows": [int(totals[0][b]) for b in used]}
     for lane, sums in (("a", totals[1]), ("b", totals[2])):

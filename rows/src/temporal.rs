@@ -1,0 +1,147 @@
+//! Dates and timestamps as rows-v1 writes them: `"yyyy-MM-dd"` and
+//! `"yyyy-MM-ddTHH:mm:ss.ffffff"` (+ `Z` for an instant), years 1 to 9999 only.
+
+use arrow_schema::TimeUnit;
+
+/// Days from 0001-01-01 to 1970-01-01, and the last day rows-v1 writes (9999-12-31).
+const FIRST_DAY: i64 = -719_162;
+const LAST_DAY: i64 = 2_932_896;
+const MICROS_PER_DAY: i64 = 86_400_000_000;
+
+/// A value rows-v1 cannot write; the caller hands the table to the Python path, which
+/// reports it in its own words.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OutOfRange(pub String);
+
+/// (year, month, day) of a day number counted from 1970-01-01 (proleptic Gregorian).
+fn civil_from_days(days: i64) -> (i64, u32, u32) {
+    // Howard Hinnant's days_from_civil inverse: eras of 400 years from 0000-03-01.
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let day_of_era = z.rem_euclid(146_097);
+    let year_of_era =
+        (day_of_era - day_of_era / 1460 + day_of_era / 36_524 - day_of_era / 146_096) / 365;
+    let day_of_year = day_of_era - (365 * year_of_era + year_of_era / 4 - year_of_era / 100);
+    let mp = (5 * day_of_year + 2) / 153;
+    let day = (day_of_year - (153 * mp + 2) / 5 + 1) as u32;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
+    let year = year_of_era + era * 400 + i64::from(month <= 2);
+    (year, month, day)
+}
+
+/// "00" to "99": two digits per lookup instead of a division per digit.
+const PAIRS: &[u8; 200] = b"0001020304050607080910111213141516171819\
+2021222324252627282930313233343536373839\
+4041424344454647484950515253545556575859\
+6061626364656667686970717273747576777879\
+8081828384858687888990919293949596979899";
+
+/// Puts `value` (below 100) as two digits at `at`.
+#[inline]
+fn put_pair(text: &mut [u8], at: usize, value: u32) {
+    let from = 2 * value as usize;
+    text[at..at + 2].copy_from_slice(&PAIRS[from..from + 2]);
+}
+
+/// `yyyy-MM-dd` of a day number, checked to be in the years 1 to 9999.
+#[inline]
+fn day_text(days: i64) -> Result<[u8; 10], OutOfRange> {
+    if !(FIRST_DAY..=LAST_DAY).contains(&days) {
+        return Err(OutOfRange(format!(
+            "day {days} since 1970 is outside the years 1 to 9999"
+        )));
+    }
+    let (year, month, day) = civil_from_days(days);
+    let mut text = *b"0000-00-00";
+    put_pair(&mut text, 0, year as u32 / 100);
+    put_pair(&mut text, 2, year as u32 % 100);
+    put_pair(&mut text, 5, month);
+    put_pair(&mut text, 8, day);
+    Ok(text)
+}
+
+/// Appends a date (days since 1970) as `"yyyy-MM-dd"`.
+pub fn write_date(days: i64, out: &mut Vec<u8>) -> Result<(), OutOfRange> {
+    let mut text = [b'"'; 12];
+    text[1..11].copy_from_slice(&day_text(days)?);
+    out.extend_from_slice(&text);
+    Ok(())
+}
+
+/// A timestamp in `unit` as microseconds since 1970, sub-microseconds floored.
+pub fn to_micros(value: i64, unit: TimeUnit) -> Result<i64, OutOfRange> {
+    let scaled = match unit {
+        TimeUnit::Second => value.checked_mul(1_000_000),
+        TimeUnit::Millisecond => value.checked_mul(1000),
+        TimeUnit::Microsecond => Some(value),
+        TimeUnit::Nanosecond => Some(value.div_euclid(1000)),
+    };
+    scaled.ok_or_else(|| OutOfRange(format!("timestamp {value} {unit:?} overflows microseconds")))
+}
+
+/// Appends microseconds since 1970 as `"yyyy-MM-ddTHH:mm:ss.ffffff"`, with `Z` when `zoned`.
+pub fn write_micros(micros: i64, zoned: bool, out: &mut Vec<u8>) -> Result<(), OutOfRange> {
+    let mut text = *b"\"0000-00-00T00:00:00.000000Z\"";
+    text[1..11].copy_from_slice(&day_text(micros.div_euclid(MICROS_PER_DAY))?);
+    let rest = micros.rem_euclid(MICROS_PER_DAY);
+    let (seconds, fraction) = ((rest / 1_000_000) as u32, (rest % 1_000_000) as u32);
+    put_pair(&mut text, 12, seconds / 3600);
+    put_pair(&mut text, 15, seconds / 60 % 60);
+    put_pair(&mut text, 18, seconds % 60);
+    put_pair(&mut text, 21, fraction / 10_000);
+    put_pair(&mut text, 23, fraction / 100 % 100);
+    put_pair(&mut text, 25, fraction % 100);
+    if zoned {
+        out.extend_from_slice(&text);
+    } else {
+        out.extend_from_slice(&text[..27]);
+        out.push(b'"');
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn micros(value: i64, zoned: bool) -> String {
+        let mut out = Vec::new();
+        write_micros(value, zoned, &mut out).unwrap();
+        String::from_utf8(out).unwrap()
+    }
+
+    fn date(days: i64) -> Result<String, OutOfRange> {
+        let mut out = Vec::new();
+        write_date(days, &mut out)?;
+        Ok(String::from_utf8(out).unwrap())
+    }
+
+    #[test]
+    fn dates_at_both_ends() {
+        assert_eq!(date(0).unwrap(), "\"1970-01-01\"");
+        assert_eq!(date(FIRST_DAY).unwrap(), "\"0001-01-01\"");
+        assert_eq!(date(LAST_DAY).unwrap(), "\"9999-12-31\"");
+        assert_eq!(date(11_016).unwrap(), "\"2000-02-29\"");
+        assert!(date(FIRST_DAY - 1).is_err());
+        assert!(date(LAST_DAY + 1).is_err());
+    }
+
+    #[test]
+    fn timestamps_with_and_without_zone() {
+        assert_eq!(micros(0, true), "\"1970-01-01T00:00:00.000000Z\"");
+        assert_eq!(micros(-1, false), "\"1969-12-31T23:59:59.999999\"");
+        let last = (LAST_DAY + 1) * MICROS_PER_DAY - 1;
+        assert_eq!(micros(last, true), "\"9999-12-31T23:59:59.999999Z\"");
+        assert_eq!(
+            micros(FIRST_DAY * MICROS_PER_DAY, false),
+            "\"0001-01-01T00:00:00.000000\""
+        );
+    }
+
+    #[test]
+    fn nanoseconds_floor() {
+        assert_eq!(to_micros(-1, TimeUnit::Nanosecond).unwrap(), -1);
+        assert_eq!(to_micros(1999, TimeUnit::Nanosecond).unwrap(), 1);
+        assert!(to_micros(i64::MAX, TimeUnit::Second).is_err());
+    }
+}

@@ -1,0 +1,101 @@
+"""The native rows-v1 kernel (``ubunye_rows._kernel``, Rust): importing it, once.
+
+The kernel writes each row's canonical line from the Arrow buffers, hashes it and adds its lanes
+and sketch bucket, on threads without the GIL (:mod:`ubunye_rows.hashing.table_lanes` decides
+what it is given). When the extension cannot be imported every table takes the Python path, the
+specification, with one warning naming the command that installs the kernel.
+"""
+
+from __future__ import annotations
+
+import os
+import warnings
+from collections import Counter
+from types import ModuleType
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import numpy as np
+    import pyarrow as pa
+
+#: The one command that installs the kernel (a wheel, or a build from source with Rust).
+INSTALL_COMMAND = "pip install ubunye-rows  (from a clone: pip install ./rows)"
+
+#: Setting: ``auto`` (default) uses the kernel when it imports; ``python`` always takes the
+#: Python path (the specification), e.g. to compare the two.
+KERNEL_ENV = "UBUNYE_HASH_KERNEL"
+
+#: How often the Python path stood in: ``columns`` written by it, ``tables`` hashed by it whole
+#: (``unavailable``: the extension did not import).
+fallbacks: Counter[str] = Counter()
+
+_state: dict[str, Any] = {}
+
+
+class KernelMissingWarning(RuntimeWarning):
+    """The native kernel could not be imported; hashing is correct but slower."""
+
+
+def _import_kernel() -> ModuleType | None:
+    if "module" not in _state:
+        try:
+            from ubunye_rows import _kernel
+        except ImportError as error:
+            _state["module"] = None
+            warnings.warn(
+                f"ubunye-rows: the native rows-v1 kernel did not import ({error}); hashing takes "
+                f"the Python path (same digests, several times slower). Install it: "
+                f"{INSTALL_COMMAND}",
+                KernelMissingWarning,
+                stacklevel=3,
+            )
+        else:
+            _state["module"] = _kernel
+    return _state["module"]
+
+
+def kernel() -> ModuleType | None:
+    """The kernel module, or None when the setting asks for the Python path or it is missing."""
+    wanted = os.environ.get(KERNEL_ENV, "auto").strip().lower() or "auto"
+    if wanted not in ("auto", "python"):
+        raise ValueError(f"{KERNEL_ENV} must be auto or python, not {wanted!r}")
+    if wanted == "python":
+        return None
+    module = _import_kernel()
+    if module is None:
+        fallbacks["unavailable"] += 1
+    return module
+
+
+def buckets_from_bytes(packed: bytes) -> np.ndarray:
+    """The kernel's 768 little-endian u64 as a (3, 256) uint64 array (counts, lane A, lane B)."""
+    import numpy as np
+
+    return np.frombuffer(packed, dtype="<u8").reshape(3, 256).astype(np.uint64)
+
+
+def digests_from_bytes(packed: bytes) -> np.ndarray:
+    """The kernel's digests laid end to end as an (n, 32) uint8 array."""
+    import numpy as np
+
+    return np.frombuffer(packed, dtype=np.uint8).reshape(-1, 32)
+
+
+def line_buckets(lines: pa.ChunkedArray, threads: int) -> np.ndarray | None:
+    """Per-bucket sums of lines already built; None without the kernel."""
+    import pyarrow as pa
+
+    module = kernel()
+    if module is None:
+        return None
+    return buckets_from_bytes(module.line_buckets(pa.table([lines], names=["line"]), threads))
+
+
+def line_digests(lines: pa.ChunkedArray, threads: int) -> np.ndarray | None:
+    """Each line's SHA-256 ((n, 32) uint8) of lines already built; None without the kernel."""
+    import pyarrow as pa
+
+    module = kernel()
+    if module is None:
+        return None
+    return digests_from_bytes(module.line_digests(pa.table([lines], names=["line"]), threads))
