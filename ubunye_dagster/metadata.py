@@ -43,6 +43,9 @@ EXPECTATION_RESULTS = "ubunye/expectation_results"
 #: One line on the output's sketch (rows per bucket); the sketch itself is in the run record.
 SKETCH = "ubunye/sketch"
 URI = "dagster/uri"
+#: Where rows written outside the IO manager (by an external process, through Pipes) were
+#: stored; an IO-managed asset reading the asset reads them there and verifies them.
+STORED_AT = "ubunye/stored_at"
 COLUMN_SCHEMA = "dagster/column_schema"
 
 #: Asset definition metadata read by the IO manager (not written on materialisations).
