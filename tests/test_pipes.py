@@ -4,8 +4,6 @@ Every test runs real Pipes: ``dg.PipesSubprocessClient`` starts a job in tests/p
 a Python that has ubunye-rows and dagster-pipes and cannot import dagster.
 """
 
-from __future__ import annotations
-
 import json
 import os
 import subprocess
@@ -333,7 +331,7 @@ def test_changed_rows_from_changed_inputs_are_explained(shop, instance, capsys):
     assert explained.metadata["ubunye/reason"].value == INPUTS_CHANGED
     drift = compare_verdict(shop, capsys)
     assert (drift["verdict"], drift["reason"]) == ("explained", INPUTS_CHANGED)
-    assert drift["moved_inputs"] == ["raw_orders"]
+    assert drift["inputs_moved"] == ["raw_orders"]
 
 
 # --- reads downstream ------------------------------------------------------------------------
@@ -361,5 +359,8 @@ def test_a_table_changed_after_the_job_wrote_it_fails_the_read(shop, instance):
     )  # fmt: skip
     assert not result.success
     [failure] = result.get_step_failure_events()
-    assert failure.step_failure_data.error.cls_name == UnverifiedReadError.__name__
-    assert str(shop.target) in failure.step_failure_data.error.message
+    assert failure.step_failure_data.error.cause.cls_name == UnverifiedReadError.__name__
+    assert str(shop.target) in failure.step_failure_data.error.cause.message
+    record = shop.record("dagster/shop/big_orders", result.run_id)
+    assert record.status == "error"
+    assert record.inputs[0].source_note.startswith("verification failed")

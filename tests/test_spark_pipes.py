@@ -1,8 +1,6 @@
 """A PySpark job launched through Pipes (local[2], a non-UTC session zone) in a Python without
 dagster: its receipt is hashed on Spark and equals the fingerprint of the same rows here."""
 
-from __future__ import annotations
-
 import subprocess
 from pathlib import Path
 
