@@ -186,10 +186,10 @@ def floor_compare(table: Any, repeats: int) -> dict:
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    from ubunye_core import fingerprint
-    from ubunye_core.hashing.arrow_lines import slice_lines, table_slices
-    from ubunye_core.hashing.lanes import hash_threads, sum_line_lanes_datafusion
-    from ubunye_core.hashing.types import schema_pairs
+    from ubunye_rows import fingerprint
+    from ubunye_rows.hashing.arrow_lines import slice_lines, table_slices
+    from ubunye_rows.hashing.lanes import hash_threads, sum_line_lanes_datafusion
+    from ubunye_rows.hashing.types import schema_pairs
 
     names = sorted(table.column_names)
     kinds = dict(schema_pairs(table.schema))
@@ -235,9 +235,9 @@ def stage_breakdown(table: Any, repeats: int) -> None:
     (DataFusion, one partition)."""
     import pyarrow as pa
 
-    from ubunye_core.hashing.arrow_lines import slice_lines, table_slices, value_texts
-    from ubunye_core.hashing.lanes import sum_line_lanes_datafusion
-    from ubunye_core.hashing.types import schema_pairs
+    from ubunye_rows.hashing.arrow_lines import slice_lines, table_slices, value_texts
+    from ubunye_rows.hashing.lanes import sum_line_lanes_datafusion
+    from ubunye_rows.hashing.types import schema_pairs
 
     kinds = dict(schema_pairs(table.schema))
     names = sorted(table.column_names)
@@ -280,7 +280,7 @@ def memory_run(rows: int) -> dict:
     """Peak growth of RSS and of Arrow's allocations while ours hashes a ``rows``-row table."""
     import pyarrow as pa
 
-    from ubunye_core import fingerprint
+    from ubunye_rows import fingerprint
 
     fingerprint(flat_table(1000))  # imports and first-call set-up are not the table's cost
     table = flat_table(rows)
@@ -391,8 +391,8 @@ def flat_lines(rows: int) -> Any:
     """The canonical lines of the flat table, as one Arrow string array."""
     import pyarrow as pa
 
-    from ubunye_core.hashing.arrow_lines import slice_lines, table_slices
-    from ubunye_core.hashing.types import schema_pairs
+    from ubunye_rows.hashing.arrow_lines import slice_lines, table_slices
+    from ubunye_rows.hashing.types import schema_pairs
 
     table = flat_table(rows)
     names = sorted(table.column_names)
@@ -420,7 +420,7 @@ def threaded_hashlib_lanes(lines: Any, threads: int) -> tuple[int, int]:
     """hashlib on ``threads`` threads over equal parts: shows what the GIL leaves of it."""
     from concurrent.futures import ThreadPoolExecutor
 
-    from ubunye_core.hashing.lanes import sum_line_lanes_hashlib
+    from ubunye_rows.hashing.lanes import sum_line_lanes_hashlib
 
     step = -(-len(lines) // threads)
     parts = [lines.slice(start, step) for start in range(0, len(lines), step)]
@@ -433,7 +433,7 @@ def compare_lane_engines(rows: int, repeats: int) -> None:
     """Time each way of summing lanes over the flat table's lines (best and median)."""
     import pyarrow.compute as pc
 
-    from ubunye_core.hashing import lanes
+    from ubunye_rows.hashing import lanes
 
     lines = flat_lines(rows)
     size = pc.sum(pc.binary_length(lines)).as_py()
@@ -497,8 +497,8 @@ def main(argv: list[str] | None = None) -> int:
 
     from ubunye.lineage.content_hash import fingerprint as reference
 
-    from ubunye_core import fingerprint as ours
-    from ubunye_core.hashing.lanes import hash_threads, lane_engine
+    from ubunye_rows import fingerprint as ours
+    from ubunye_rows.hashing.lanes import hash_threads, lane_engine
 
     print(
         f"{cpu_description()}; python {sys.version.split()[0]}, {os.cpu_count()} cores, "

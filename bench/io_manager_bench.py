@@ -90,7 +90,7 @@ def bench_assets(frame: pd.DataFrame) -> list[dg.AssetsDefinition]:
 def machine() -> str:
     """CPU model, SHA-NI, usable cores and hash threads: the line every bench starts with."""
     from ubunye_core.byte_digest import DEFAULT_ALGORITHM
-    from ubunye_core.hashing.lanes import hash_threads
+    from ubunye_rows.hashing.lanes import hash_threads
 
     model, sha_ni = platform.processor() or "unknown CPU", False
     try:

@@ -22,8 +22,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from hash_bench import as_pandas, flat_table, nested_table
 
-from ubunye_core import fingerprint
-from ubunye_core import sketch as sketch_module
+from ubunye_rows import fingerprint
+from ubunye_rows import sketch as sketch_module
 
 
 def machine() -> str:
@@ -125,7 +125,7 @@ def spark_compare(rows: int, repeats: int) -> None:
     from pyspark.sql import SparkSession
     from pyspark.sql import functions as F
 
-    from ubunye_core.hashing import spark as spark_hash
+    from ubunye_rows.hashing import spark as spark_hash
 
     session = (
         SparkSession.builder.master("local[2]")

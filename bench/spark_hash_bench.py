@@ -102,8 +102,8 @@ def run_spark_bench(spark: Any, rows: int = 1_000_000, repeats: int = 3) -> dict
     import pyarrow.parquet as pq
     from ubunye.adapters.spark.content_hash import fingerprint_spark as reference_fingerprint
 
-    from ubunye_core import fingerprint
-    from ubunye_core.hashing.spark import SPARK_ENGINE_ENV, fingerprint_spark, spark_line_engine
+    from ubunye_rows import fingerprint
+    from ubunye_rows.hashing.spark import SPARK_ENGINE_ENV, fingerprint_spark, spark_line_engine
 
     def ours_to_json(df: Any) -> Any:
         """Ours with every line written by to_json on the JVM (the fallback engine)."""

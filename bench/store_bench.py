@@ -59,9 +59,9 @@ def template_record() -> str:
     """One real run record as JSON text with the fields the copies change blanked."""
     import pandas as pd
 
-    from ubunye_core import fingerprint
-    from ubunye_core.evidence import code_hash, environment, environment_hash
     from ubunye_core.record import RunRecord, StepRecord
+    from ubunye_rows import fingerprint
+    from ubunye_rows.evidence import code_hash, environment, environment_hash
 
     frame = pd.DataFrame({"id": range(100), "amount": [i * 1.5 for i in range(100)]})
     env = environment()
@@ -152,7 +152,11 @@ def run(code: str, args: list[str], usecase_dir: Path) -> tuple[float, float, fl
     """(wall seconds, CPU seconds, peak resident MB) of ``code`` run with ``args`` in a process
     of its own (CPU time from ``wait4``: the machine is shared, wall time is noisy)."""
     with tempfile.NamedTemporaryFile("r", suffix=".peak") as peak:
-        env = {**os.environ, "PYTHONPATH": str(REPO), "STORE_BENCH_PEAK": peak.name}
+        env = {
+            **os.environ,
+            "PYTHONPATH": os.pathsep.join([str(REPO), str(REPO / "rows")]),
+            "STORE_BENCH_PEAK": peak.name,
+        }
         started = time.perf_counter()
         child = subprocess.Popen(
             [sys.executable, "-c", _PEAK_WRAPPER, code, *args],

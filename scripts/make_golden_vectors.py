@@ -1,4 +1,5 @@
-"""Write ubunye_core/testing/golden_rows_v1.json: tables and the digests the reference gives them.
+"""Write rows/ubunye_rows/testing/golden_rows_v1.json: tables and the digests the reference
+gives them.
 
 Run once with the reference installed (``pip install ubunye-engine==0.8.0``), then commit the
 file; the conformance suite reads it and never needs the reference. Each table is stored as
@@ -23,14 +24,14 @@ from pathlib import Path
 
 import pyarrow as pa
 
-from ubunye_core.hashing.frames import no_column_table
-from ubunye_core.testing.edge_values import (
+from ubunye_rows.hashing.frames import no_column_table
+from ubunye_rows.testing.edge_values import (
     DATE_EDGES,
     MISSING_AND_SPECIAL_DOUBLES,
     NOTATION_BOUNDARIES,
 )
 
-OUT = Path(__file__).resolve().parent.parent / "ubunye_core" / "testing" / "golden_rows_v1.json"
+OUT = Path(__file__).resolve().parent.parent / "rows/ubunye_rows/testing/golden_rows_v1.json"
 
 ALL = ["arrow", "pandas", "polars", "spark"]
 UTC = dt.timezone.utc
@@ -342,7 +343,7 @@ def build() -> dict:
     import pandas as pd
     from ubunye.lineage.content_hash import fingerprint as reference_fingerprint
 
-    from ubunye_core import fingerprint
+    from ubunye_rows import fingerprint
 
     out = []
     for name, about, engines, table in vectors():

@@ -9,10 +9,10 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from ubunye_core import fingerprint
 from ubunye_core.cli import main
 from ubunye_core.store import LineageStore
 from ubunye_dagster import UbunyeIOManager, UbunyeResource
+from ubunye_rows import fingerprint
 
 days = dg.StaticPartitionsDefinition(["2024-01-01", "2024-01-02", "2024-01-03"])
 

@@ -1,4 +1,5 @@
-"""The shape the glue keeps: short functions, one direction of imports, no call-stack reading,
+"""The shape the code keeps: three packages importing one way (``ubunye_dagster`` ->
+``ubunye_core`` -> ``ubunye_rows``), short functions, no import cycle, no call-stack reading,
 and Dagster internals read in one module only."""
 
 from __future__ import annotations
@@ -7,16 +8,22 @@ import ast
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-PROJECT = ("ubunye_core", "ubunye_dagster")
+#: Each project package and the folder that holds it (``ubunye_rows`` is its own distribution).
+PACKAGES = {
+    "ubunye_rows": ROOT / "rows" / "ubunye_rows",
+    "ubunye_core": ROOT / "ubunye_core",
+    "ubunye_dagster": ROOT / "ubunye_dagster",
+}
+PROJECT = tuple(PACKAGES)
 INTERNALS = ROOT / "ubunye_dagster" / "dagster_internals.py"
 
 
 def modules() -> dict[str, Path]:
     """Every project module by dotted name."""
     found = {}
-    for package in PROJECT:
-        for path in (ROOT / package).rglob("*.py"):
-            parts = list(path.relative_to(ROOT).with_suffix("").parts)
+    for folder in PACKAGES.values():
+        for path in folder.rglob("*.py"):
+            parts = list(path.relative_to(folder.parent).with_suffix("").parts)
             if parts[-1] == "__init__":
                 parts.pop()
             found[".".join(parts)] = path
@@ -44,6 +51,20 @@ def imported_names(node: ast.AST) -> list[str]:
     if isinstance(node, ast.Import):
         return [alias.name for alias in node.names]
     return []
+
+
+def test_imports_go_one_way_from_the_glue_to_the_core_to_the_hash():
+    # Any import, deferred ones included: ubunye_rows must run where only it is installed.
+    may_not_import = {
+        "ubunye_rows": {"ubunye_core", "ubunye_dagster", "dagster"},
+        "ubunye_core": {"ubunye_dagster", "dagster"},
+    }
+    backwards = []
+    for name, path in modules().items():
+        banned = may_not_import.get(name.split(".")[0], set())
+        for node in ast.walk(ast.parse(path.read_text())):
+            backwards += [f"{name}: {n}" for n in imported_names(node) if n.split(".")[0] in banned]
+    assert backwards == []
 
 
 def test_no_function_in_ubunye_dagster_is_over_50_lines():

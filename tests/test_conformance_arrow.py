@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ubunye_core.testing.backend_conformance import RowsV1Conformance
+from ubunye_rows.testing.backend_conformance import RowsV1Conformance
 
 
 class TestArrowTables(RowsV1Conformance):

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from ubunye_core.testing.backend_conformance import RowsV1Conformance
+from ubunye_rows.testing.backend_conformance import RowsV1Conformance
 
 pd = pytest.importorskip("pandas")
 

@@ -6,7 +6,7 @@ import importlib.metadata
 
 import pytest
 
-from ubunye_core.evidence import RESULT_PACKAGES, code_hash, environment, environment_hash
+from ubunye_rows.evidence import RESULT_PACKAGES, code_hash, environment, environment_hash
 
 ref_evidence = pytest.importorskip("ubunye.lineage.evidence")
 
@@ -87,7 +87,7 @@ def test_a_single_file_hashes_as_a_folder_holding_only_it(tmp_path):
 def test_environment_names_the_machine_and_the_result_packages():
     env = environment()
     assert set(env) == {"python", "implementation", "platform", "machine", "packages"}
-    for name in ("dagster", "polars", "pandas", "pyarrow"):
+    for name in ("ubunye-rows", "dagster", "polars", "pandas", "pyarrow"):
         assert env["packages"][name] == importlib.metadata.version(name)
     assert set(env["packages"]) <= set(RESULT_PACKAGES)
 

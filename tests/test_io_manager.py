@@ -13,8 +13,6 @@ import dagster as dg
 import pandas as pd
 import pytest
 
-from ubunye_core import fingerprint
-from ubunye_core.evidence import code_hash, environment, environment_hash
 from ubunye_core.store import LineageStore
 from ubunye_dagster import UbunyeIOManager, UbunyeResource
 from ubunye_dagster.identity import (
@@ -24,6 +22,8 @@ from ubunye_dagster.identity import (
     split_record_run_id,
 )
 from ubunye_dagster.records import config_hash_of
+from ubunye_rows import fingerprint
+from ubunye_rows.evidence import code_hash, environment, environment_hash
 
 HERE = Path(__file__).resolve().parent
 

@@ -14,10 +14,10 @@ import polars as pl
 import pyarrow as pa
 import pytest
 
-from ubunye_core import fingerprint
 from ubunye_core.store import LineageStore
 from ubunye_dagster import UbunyeIOManager, UbunyeResource
 from ubunye_dagster.handlers import arrow_files
+from ubunye_rows import fingerprint
 
 
 def io_manager(root: Path) -> UbunyeIOManager:

@@ -10,9 +10,9 @@ import dagster as dg
 import pandas as pd
 import pytest
 
-from ubunye_core import fingerprint
 from ubunye_core.store import LineageStore
 from ubunye_dagster import UbunyeIOManager, UbunyeResource, with_error_records
+from ubunye_rows import fingerprint
 
 FRAME = pd.DataFrame({"sku": ["a", "b", "c"], "qty": [3, 0, 7]})
 

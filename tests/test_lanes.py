@@ -10,12 +10,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ubunye_core import fingerprint
-from ubunye_core.hashing import lanes
-from ubunye_core.hashing.arrow_lines import slice_lines, table_slices
-from ubunye_core.hashing.canonical import arrow_canonical_lines
-from ubunye_core.hashing.digest import LANE_MASK, line_lanes
-from ubunye_core.hashing.types import schema_pairs
+from ubunye_rows import fingerprint
+from ubunye_rows.hashing import lanes
+from ubunye_rows.hashing.arrow_lines import slice_lines, table_slices
+from ubunye_rows.hashing.canonical import arrow_canonical_lines
+from ubunye_rows.hashing.digest import LANE_MASK, line_lanes
+from ubunye_rows.hashing.types import schema_pairs
 
 datafusion_needed = pytest.mark.skipif(
     not lanes._datafusion_imports(), reason="datafusion is not installed"

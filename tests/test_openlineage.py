@@ -29,7 +29,6 @@ from openlineage.client.facet_v2 import (
 )
 from openlineage.client.serde import Serde
 
-from ubunye_core import fingerprint
 from ubunye_core.openlineage_events import (
     RECEIPT_FACET_KEY,
     RECEIPT_FACET_SCHEMA_URL,
@@ -40,6 +39,7 @@ from ubunye_core.openlineage_events import (
 )
 from ubunye_core.record import RunRecord, StepRecord
 from ubunye_dagster import UbunyeIOManager, UbunyeResource
+from ubunye_rows import fingerprint
 
 FACET_SCHEMA = Path(__file__).parent.parent / "docs" / "openlineage" / "UbunyeReceiptRunFacet.json"
 ORDERS = pa.table({"id": [1, 2, 3], "amount": [9.5, 3.25, None]})

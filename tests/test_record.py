@@ -8,8 +8,8 @@ import json
 import pytest
 from pydantic import ValidationError
 
-from ubunye_core.hashing.digest import Fingerprint
 from ubunye_core.record import RECORD_VERSION, RunRecord, StepRecord
+from ubunye_rows.hashing.digest import Fingerprint
 
 ref_context = pytest.importorskip("ubunye.lineage.context")
 

@@ -16,12 +16,12 @@ from typing import Any
 
 import pytest
 
-from ubunye_core import fingerprint
 from ubunye_core.cli import main
 from ubunye_core.compare import compare
-from ubunye_core.evidence import code_hash, environment, environment_hash
 from ubunye_core.record import RunRecord, StepRecord
 from ubunye_core.store import LineageStore, encode_name, task_name_for_key
+from ubunye_rows import fingerprint
+from ubunye_rows.evidence import code_hash, environment, environment_hash
 
 pd = pytest.importorskip("pandas")
 pytest.importorskip("ubunye.lineage.recorder")

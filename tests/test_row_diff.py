@@ -10,8 +10,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from sketch_tables import SCHEMA, row_key, rows, table_of
 
-from ubunye_core import fingerprint
 from ubunye_core.row_diff import diff_tables
+from ubunye_rows import fingerprint
 
 edits = st.lists(
     st.one_of(

@@ -6,9 +6,9 @@ from __future__ import annotations
 import dagster as dg
 import pandas as pd
 
-from ubunye_core import fingerprint
 from ubunye_core.store import LineageStore
 from ubunye_dagster import UbunyeIOManager, UbunyeResource
+from ubunye_rows import fingerprint
 
 ROWLESS = pd.DataFrame(index=range(4))
 SEEN: dict[str, pd.DataFrame] = {}

@@ -11,10 +11,10 @@ import pandas as pd
 import pyarrow as pa
 import pytest
 
-from ubunye_core import Fingerprint, fingerprint
-from ubunye_core.hashing import arrow_schema_pairs, fingerprint_rows
-from ubunye_core.hashing.digest import data_hash, schema_hash
-from ubunye_core.hashing.frames import no_column_table
+from ubunye_rows import Fingerprint, fingerprint
+from ubunye_rows.hashing import arrow_schema_pairs, fingerprint_rows
+from ubunye_rows.hashing.digest import data_hash, schema_hash
+from ubunye_rows.hashing.frames import no_column_table
 
 UTC = dt.timezone.utc
 
@@ -187,7 +187,7 @@ def test_same_digest_on_arrow_pandas_polars_and_a_port() -> None:
 
 
 def test_wide_rows_are_hashed_in_slices_that_stay_within_the_byte_budget(monkeypatch):
-    from ubunye_core.hashing import arrow_lines
+    from ubunye_rows.hashing import arrow_lines
 
     monkeypatch.setattr(arrow_lines, "SLICE_BYTES", 1 << 20)
     text = ["x" * 65_536 + str(i) for i in range(100)]

@@ -27,12 +27,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ubunye_core import fingerprint
-from ubunye_core.hashing import arrow_canonical_lines, arrow_schema_pairs, fingerprint_arrow
-from ubunye_core.hashing.arrow_lines import slice_lines, table_slices
-from ubunye_core.hashing.canonical import java_float_text, value_text
-from ubunye_core.hashing.types import schema_pairs
-from ubunye_core.testing.edge_values import MISSING_AND_SPECIAL_DOUBLES, NOTATION_BOUNDARIES
+from ubunye_rows import fingerprint
+from ubunye_rows.hashing import arrow_canonical_lines, arrow_schema_pairs, fingerprint_arrow
+from ubunye_rows.hashing.arrow_lines import slice_lines, table_slices
+from ubunye_rows.hashing.canonical import java_float_text, value_text
+from ubunye_rows.hashing.types import schema_pairs
+from ubunye_rows.testing.edge_values import MISSING_AND_SPECIAL_DOUBLES, NOTATION_BOUNDARIES
 
 # The reference's parallel helpers start processes for large tables only; keep them off.
 os.environ.setdefault("UBUNYE_HASH_WORKERS", "1")
@@ -701,7 +701,7 @@ def test_view_large_and_dictionary_types_are_named_as_the_plain_ones() -> None:
 
 
 def _decoded(t: pa.DataType) -> pa.DataType:
-    from ubunye_core.hashing.types import plain_type
+    from ubunye_rows.hashing.types import plain_type
 
     return plain_type(t)
 

@@ -13,12 +13,13 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from sketch_tables import as_engine, rows, table_of
 
-from ubunye_core import fingerprint
-from ubunye_core.hashing.digest import data_hash
-from ubunye_core.hashing.fingerprint import fingerprint_rows
 from ubunye_core.record import RunRecord, StepRecord
-from ubunye_core.sketch import BUCKETS, Sketch, combine, step_sketch
+from ubunye_core.records.sketches import step_sketch
 from ubunye_core.store import LineageStore
+from ubunye_rows import fingerprint
+from ubunye_rows.hashing.digest import data_hash
+from ubunye_rows.hashing.fingerprint import fingerprint_rows
+from ubunye_rows.sketch import BUCKETS, Sketch, combine
 
 ENGINES = ["arrow", "pandas", "polars"]
 tables = st.lists(rows, max_size=40)

@@ -8,8 +8,8 @@ from typing import Any
 import pytest
 from local_spark import java_feature_version, spark_frame
 
-from ubunye_core.hashing.spark import SPARK_ENGINE_ENV
-from ubunye_core.testing.backend_conformance import GoldenVector, RowsV1Conformance
+from ubunye_rows.hashing.spark import SPARK_ENGINE_ENV
+from ubunye_rows.testing.backend_conformance import GoldenVector, RowsV1Conformance
 
 pytestmark = pytest.mark.spark
 

@@ -34,7 +34,9 @@ def test_the_spark_hash_and_io_manager_tests_pass_on_spark_connect(tmp_path):
     command += [f"--junitxml={report}", "-W", "ignore::FutureWarning", *CONNECT_MODULES]
     env = {
         **os.environ,
-        "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]),
+        "PYTHONPATH": os.pathsep.join(
+            [str(ROOT), str(ROOT / "rows"), os.environ.get("PYTHONPATH", "")]
+        ),
     }
     run = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=900)
 

@@ -17,21 +17,21 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from local_spark import SPARK_SESSION_TIME_ZONE, java_feature_version, spark_frame
 
-from ubunye_core.hashing import spark as spark_hashing
-from ubunye_core.hashing.digest import LANE_MASK, line_lanes
-from ubunye_core.hashing.spark import (
+from ubunye_dagster.handlers.pyspark import session_conf
+from ubunye_rows.hashing import spark as spark_hashing
+from ubunye_rows.hashing.digest import LANE_MASK, line_lanes
+from ubunye_rows.hashing.spark import (
     PIECE_BITS,
     fingerprint_spark,
     lane_pieces,
     lane_sums_from_piece_sums,
     spark_schema_pairs,
 )
-from ubunye_core.testing.edge_values import (
+from ubunye_rows.testing.edge_values import (
     DATE_EDGES,
     MISSING_AND_SPECIAL_DOUBLES,
     NOTATION_BOUNDARIES,
 )
-from ubunye_dagster.handlers.pyspark import session_conf
 
 pytestmark = pytest.mark.spark
 
@@ -46,7 +46,7 @@ def digest_of(fp: Any) -> tuple[str | None, str | None, int | None]:
 
 def arrow_digest(table: pa.Table) -> tuple[str | None, str | None, int | None]:
     """Our own Arrow path's digest of ``table``."""
-    from ubunye_core import fingerprint
+    from ubunye_rows import fingerprint
 
     return digest_of(fingerprint(table))
 
@@ -56,7 +56,7 @@ def assert_same_digest_everywhere(spark: Any, table: pa.Table) -> None:
     from ubunye.adapters.spark.content_hash import fingerprint_spark as reference_spark
     from ubunye.lineage.content_hash import fingerprint as reference_arrow
 
-    from ubunye_core import fingerprint
+    from ubunye_rows import fingerprint
 
     df = spark_frame(spark, table)
     ours = fingerprint_spark(df)
@@ -312,7 +312,7 @@ def test_auto_hashes_on_the_jvm_when_the_workers_cannot_import_the_hasher(
     import importlib
     import sys
 
-    from ubunye_core.hashing import spark_arrow
+    from ubunye_rows.hashing import spark_arrow
 
     # A module only the driver can import stands in for a worker without ubunye_core.
     (tmp_path / "driver_only_hasher.py").write_text(
@@ -353,7 +353,7 @@ def test_years_before_1000_agree_with_our_arrow_digest_and_the_reference_spark(s
     # The reference's Python path writes such years unpadded; Spark and ours write four digits.
     from ubunye.adapters.spark.content_hash import fingerprint_spark as reference_spark
 
-    from ubunye_core import fingerprint
+    from ubunye_rows import fingerprint
 
     table = pa.table(
         {
@@ -371,7 +371,7 @@ def test_years_before_1000_agree_with_our_arrow_digest_and_the_reference_spark(s
 
 
 def test_public_fingerprint_hashes_a_spark_frame_with_the_spark_aggregation(spark: Any) -> None:
-    from ubunye_core import fingerprint
+    from ubunye_rows import fingerprint
 
     df = spark_frame(spark, NESTED)
     assert digest_of(fingerprint(df)) == digest_of(fingerprint_spark(df))
@@ -525,8 +525,8 @@ def test_spark_types_get_the_adr_names(spark: Any) -> None:
 
 
 def test_a_spark_type_outside_the_adr_table_is_refused_and_reported_honestly(spark: Any) -> None:
-    from ubunye_core import fingerprint
-    from ubunye_core.hashing.types import UnsupportedTypeError
+    from ubunye_rows import fingerprint
+    from ubunye_rows.hashing.types import UnsupportedTypeError
 
     df = spark.sql("SELECT 1 AS n, INTERVAL '1' DAY AS gap")
     with pytest.raises(UnsupportedTypeError, match="interval day"):
@@ -537,7 +537,7 @@ def test_a_spark_type_outside_the_adr_table_is_refused_and_reported_honestly(spa
 
 
 def test_duplicate_column_names_are_refused_and_reported_honestly(spark: Any) -> None:
-    from ubunye_core import fingerprint
+    from ubunye_rows import fingerprint
 
     df = spark.range(2).select("id", "id")
     with pytest.raises(ValueError, match=r"duplicated: \['id'\]"):
@@ -550,7 +550,7 @@ def test_duplicate_column_names_are_refused_and_reported_honestly(spark: Any) ->
 def test_rows_that_cannot_be_read_leave_no_data_hash(spark: Any) -> None:
     from pyspark.sql import functions as F
 
-    from ubunye_core import fingerprint
+    from ubunye_rows import fingerprint
 
     df = spark.range(3).select(F.raise_error(F.lit("this row cannot be read")).alias("x"))
     fp = fingerprint(df)

@@ -9,8 +9,8 @@ from hypothesis import strategies as st
 from local_spark import spark_frame
 from sketch_tables import table_of
 
-from ubunye_core import fingerprint
-from ubunye_core.sketch import combine
+from ubunye_rows import fingerprint
+from ubunye_rows.sketch import combine
 
 pytestmark = pytest.mark.spark
 

@@ -422,7 +422,7 @@ def test_reindex_reports_records_read_and_names_the_unreadable_ones(tmp_path, ca
 def reindex_on_a_terminal(folder: Path, *extra: str) -> str:
     """Run ``reindex --full`` with stderr on a pseudo-terminal; what the terminal showed."""
     leader, follower = pty.openpty()
-    env = {**os.environ, "PYTHONPATH": os.getcwd(), "COLUMNS": "100", "TERM": "xterm"}
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path), "COLUMNS": "100", "TERM": "xterm"}
     child = subprocess.Popen(
         [sys.executable, "-m", "ubunye_core.cli", "lineage", "reindex", "--full",
          "-d", str(folder), *extra],

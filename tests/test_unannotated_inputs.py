@@ -10,8 +10,8 @@ import pandas as pd
 import pytest
 from object_store import moto_s3
 
-from ubunye_core import fingerprint
 from ubunye_dagster import UbunyeIOManager, UbunyeResource
+from ubunye_rows import fingerprint
 
 FRAME = pd.DataFrame({"sku": ["a", "b", "c"], "price": [1.5, 2.0, 3.25]})
 SEEN: dict[str, object] = {}

@@ -16,10 +16,10 @@ import pandas as pd
 import pytest
 from upath import UPath
 
-from ubunye_core import fingerprint
 from ubunye_core.store import LineageStore
 from ubunye_dagster import SAME_INPUTS, UbunyeResource, UnverifiedReadError, with_receipts
 from ubunye_dagster.sensor import DriftCursor, DriftSettings, judge_pending_materialisations
+from ubunye_rows import fingerprint
 
 ORDERS = pd.DataFrame({"order_id": [1, 2, 3], "region": ["north", "south", "north"]})
 ORDERS["amount"] = [10.5, 3.25, 7.0]

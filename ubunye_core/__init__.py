@@ -1,7 +1,6 @@
-"""Engine-neutral core of ubunye-dagster: the rows-v1 hash and the run record v2 (ADR 006)."""
-
-from ubunye_core.hashing import Fingerprint, fingerprint
+"""Engine-neutral core of ubunye-dagster: the run record v2 (ADR 006), its verdicts, store, row
+diff and CLI. The rows-v1 hash itself is ``ubunye_rows``."""
 
 __version__ = "0.1.0"
 
-__all__ = ["Fingerprint", "__version__", "fingerprint"]
+__all__ = ["__version__"]

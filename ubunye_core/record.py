@@ -14,7 +14,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from ubunye_core.hashing.digest import Fingerprint
+from ubunye_rows.hashing.digest import Fingerprint
 
 #: The layout this package writes.
 RECORD_VERSION = 2
@@ -27,7 +27,7 @@ HASH_BASES = ("materialised", "recomputed", "stored-bytes")
 #: bytes (``ubunye_core.byte_digest``), written only when known.
 BYTES_HASH_FIELD = "bytes_hash"
 #: A step field the reference does not have (its reader drops it): the rows-v1 sketch
-#: (``ubunye_core.sketch``), written only when the hash kept one.
+#: (``ubunye_rows.sketch``), written only when the hash kept one.
 SKETCH_FIELD = "sketch"
 
 _LIST_FIELDS = ("inputs", "outputs", "timings", "expectations", "llm_calls")

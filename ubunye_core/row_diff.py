@@ -16,10 +16,10 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from ubunye_core.hashing.arrow_lines import slice_lines, table_slices
-from ubunye_core.hashing.fingerprint import arrow_schema_pairs
-from ubunye_core.hashing.lanes import hash_threads, line_digests
-from ubunye_core.sketch import Sketch, add_digest_buckets, empty_bucket_arrays
+from ubunye_rows.hashing.arrow_lines import slice_lines, table_slices
+from ubunye_rows.hashing.fingerprint import arrow_schema_pairs
+from ubunye_rows.hashing.lanes import hash_threads, line_digests
+from ubunye_rows.sketch import Sketch, add_digest_buckets, empty_bucket_arrays
 
 if TYPE_CHECKING:
     import numpy as np

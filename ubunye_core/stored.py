@@ -48,7 +48,7 @@ def pandas_view(table: pa.Table) -> pa.Table:
     timestamp is cut to microseconds. Raises ValueError for an index that is partly named,
     which only the pandas path itself prepares faithfully.
     """
-    from ubunye_core.hashing.frames import pandas_columns_as_spark_types
+    from ubunye_rows.hashing.frames import pandas_columns_as_spark_types
 
     named, unnamed = _index_field_names(table)
     if named and unnamed:

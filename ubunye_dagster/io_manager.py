@@ -21,9 +21,8 @@ from typing import Any, Literal
 import dagster as dg
 from pydantic import Field, PrivateAttr, model_validator
 
-from ubunye_core.hashing import Fingerprint
 from ubunye_core.record import StepRecord
-from ubunye_core.sketch import combined_input_step
+from ubunye_core.records.sketches import combined_input_step
 from ubunye_core.store import encode_name
 from ubunye_dagster import dagster_internals as internals
 from ubunye_dagster.expectation_checks import evaluation_metadata
@@ -63,6 +62,7 @@ from ubunye_dagster.session import (
     save_running_records,
 )
 from ubunye_dagster.strict_fields import refuse_unknown_fields
+from ubunye_rows.hashing import Fingerprint
 
 EXTENSION = ".parquet"
 _PLAIN_SEGMENT = re.compile(r"^[A-Za-z0-9_=+@,-][A-Za-z0-9_.=+@,-]*$")

@@ -14,7 +14,7 @@ import dagster as dg
 
 from ubunye_core.drift import DETERMINISTIC_VARIABLE
 from ubunye_core.record import RunRecord, StepRecord
-from ubunye_core.sketch import step_sketch
+from ubunye_core.records.sketches import step_sketch
 
 DATA_HASH = "ubunye/data_hash"
 SCHEMA_HASH = "ubunye/schema_hash"

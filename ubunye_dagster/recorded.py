@@ -10,7 +10,7 @@ import dagster as dg
 
 from ubunye_core.byte_digest import algorithm_of
 from ubunye_core.record import SKETCH_FIELD, StepRecord
-from ubunye_core.sketch import recorded_sketch
+from ubunye_core.records.sketches import recorded_sketch
 from ubunye_dagster.metadata import (
     BYTES_HASH,
     DATA_HASH,

@@ -16,13 +16,13 @@ from functools import lru_cache
 from typing import Any, Protocol
 
 from ubunye_core import __version__
-from ubunye_core.evidence import code_hash, environment, environment_hash
-from ubunye_core.hashing.digest import prefixed_sha256
 from ubunye_core.record import RunRecord, StepRecord
 from ubunye_core.store import LineageStore, task_name_for_key
 from ubunye_dagster.identity import RecordIdentity, check_usecase, record_run_id
 from ubunye_dagster.masking import mask_error, mask_tags
 from ubunye_dagster.openlineage import send_finished_record
+from ubunye_rows.evidence import code_hash, environment, environment_hash
+from ubunye_rows.hashing.digest import prefixed_sha256
 
 ENGINE_NAME = "ubunye-dagster"
 

@@ -11,8 +11,6 @@ from abc import abstractmethod
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
-from ubunye_core.hashing import arrow_schema_pairs
-from ubunye_core.hashing.digest import Fingerprint
 from ubunye_dagster.expectations import ArrowRuleCounter, RuleCounter
 from ubunye_dagster.handlers import arrow_files
 from ubunye_dagster.handlers.base import (
@@ -25,6 +23,8 @@ from ubunye_dagster.handlers.base import (
     StagedWrite,
     type_is,
 )
+from ubunye_rows.hashing import arrow_schema_pairs
+from ubunye_rows.hashing.digest import Fingerprint
 
 
 class ArrowRows:

@@ -23,11 +23,11 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from ubunye_core.byte_digest import bytes_digest, file_digest, folder_digest
-from ubunye_core.hashing import fingerprint, fingerprint_arrow
-from ubunye_core.hashing.fingerprint import failed_fingerprint
 from ubunye_core.staging import remove_dead_staging, staging_name
 from ubunye_core.stored import footer_notes, hashed_view, pandas_view
 from ubunye_dagster.handlers.base import SIDECAR_NAME
+from ubunye_rows.hashing import fingerprint, fingerprint_arrow
+from ubunye_rows.hashing.fingerprint import failed_fingerprint
 
 __all__ = ["footer_notes", "hashed_view", "pandas_view"]
 

@@ -14,9 +14,9 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from ubunye_core.hashing.digest import Fingerprint
 from ubunye_core.stored import SIDECAR_NAME as SIDECAR_NAME  # where handlers look for it
 from ubunye_dagster.expectations import RuleCounter
+from ubunye_rows.hashing.digest import Fingerprint
 
 #: Parquet footer / sidecar keys that say who wrote a materialisation and what it hashed to.
 WRITER_KEY = "ubunye.writer"

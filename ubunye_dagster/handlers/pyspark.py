@@ -15,9 +15,6 @@ from contextlib import contextmanager, suppress
 from typing import Any
 
 from ubunye_core.byte_digest import bytes_digest, folder_digest
-from ubunye_core.hashing import fingerprint
-from ubunye_core.hashing.digest import Fingerprint
-from ubunye_core.hashing.spark import spark_schema_pairs
 from ubunye_dagster import dagster_internals as internals
 from ubunye_dagster.expectations import RuleCounter
 from ubunye_dagster.handlers import arrow_files
@@ -32,6 +29,9 @@ from ubunye_dagster.handlers.base import (
     StagedWrite,
     type_is,
 )
+from ubunye_rows.hashing import fingerprint
+from ubunye_rows.hashing.digest import Fingerprint
+from ubunye_rows.hashing.spark import spark_schema_pairs
 
 #: Timestamps written as UTC instants in microseconds, so Arrow readers see ``timestamp[us, UTC]``
 #: (the legacy INT96 encoding reads back as a naive time, another type under rows-v1).

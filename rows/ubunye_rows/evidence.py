@@ -28,6 +28,7 @@ RESULT_PACKAGES: tuple[str, ...] = (
     "scikit-learn",
     "torch",
     "mlflow",
+    "ubunye-rows",
     "ubunye-dagster",
     "dagster",
     "dagster-pyspark",

@@ -2,15 +2,15 @@
 
 from __future__ import annotations
 
-from ubunye_core.hashing.canonical import arrow_canonical_lines, canonical_line, canonical_lines
-from ubunye_core.hashing.digest import METHOD, Fingerprint
-from ubunye_core.hashing.fingerprint import (
+from ubunye_rows.hashing.canonical import arrow_canonical_lines, canonical_line, canonical_lines
+from ubunye_rows.hashing.digest import METHOD, Fingerprint
+from ubunye_rows.hashing.fingerprint import (
     arrow_schema_pairs,
     fingerprint,
     fingerprint_arrow,
     fingerprint_rows,
 )
-from ubunye_core.hashing.types import UnsupportedTypeError, canonical_type
+from ubunye_rows.hashing.types import UnsupportedTypeError, canonical_type
 
 __all__ = [
     "METHOD",

@@ -1,13 +1,13 @@
 """rows-v1 on Spark with the Arrow path in Spark's Python workers (``mapInArrow``).
 
 Each partition's rows reach a Python worker as Arrow batches; the worker writes and hashes their
-canonical lines exactly as :func:`ubunye_core.fingerprint` does for an Arrow table (native code,
+canonical lines exactly as :func:`ubunye_rows.fingerprint` does for an Arrow table (native code,
 on the worker's cores) and sends back one row: its row count and its two lane sums cut into the
 same 22/21/21-bit pieces as the JVM path, which Spark then sums as ``long``. No line leaves the
 worker. The lines are the Arrow path's, so the digest does not depend on the executors' Java
 (before Java 19 Spark's own ``Double.toString`` is not always the shortest form).
 
-The workers must import ``ubunye_core`` and ``pyarrow``; :mod:`ubunye_core.hashing.spark` falls
+The workers must import ``ubunye_rows`` and ``pyarrow``; :mod:`ubunye_rows.hashing.spark` falls
 back to the JVM path when they cannot.
 """
 
@@ -66,8 +66,8 @@ def partition_lane_pieces(
     """
     import pyarrow as pa
 
-    from ubunye_core.hashing.arrow_lines import slice_lines, table_slices
-    from ubunye_core.hashing.lanes import bucket_slices_lanes
+    from ubunye_rows.hashing.arrow_lines import slice_lines, table_slices
+    from ubunye_rows.hashing.lanes import bucket_slices_lanes
 
     def slices() -> Iterator[pa.RecordBatch]:
         for group in _row_groups(batches, columns, names):
@@ -90,7 +90,7 @@ def _row_groups(
     about one slice of rows each (each slice costs one pass); one group is held at a time."""
     import pyarrow as pa
 
-    from ubunye_core.hashing.arrow_lines import SLICE_ROWS
+    from ubunye_rows.hashing.arrow_lines import SLICE_ROWS
 
     pending: list[pa.RecordBatch] = []
     rows = 0

@@ -5,17 +5,17 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from ubunye_core.hashing.arrow_lines import slice_lines, table_slices
-from ubunye_core.hashing.canonical import canonical_lines
-from ubunye_core.hashing.digest import (
+from ubunye_rows.hashing.arrow_lines import slice_lines, table_slices
+from ubunye_rows.hashing.canonical import canonical_lines
+from ubunye_rows.hashing.digest import (
     Fingerprint,
     data_hash,
     line_lanes,
     prefixed_sha256,
     schema_hash,
 )
-from ubunye_core.hashing.lanes import bucket_slices_lanes, bucket_totals_lanes
-from ubunye_core.hashing.types import schema_pairs
+from ubunye_rows.hashing.lanes import bucket_slices_lanes, bucket_totals_lanes
+from ubunye_rows.hashing.types import schema_pairs
 
 
 def arrow_schema_pairs(table: Any) -> list[tuple[str, str]]:
@@ -42,7 +42,7 @@ def arrow_fingerprint_or_raise(data: Any) -> Fingerprint:
         duplicates = sorted({n for n in names if names.count(n) > 1})
         raise ValueError(f"the table has duplicate column names {duplicates}")
     kinds = dict(pairs)
-    from ubunye_core.sketch import Sketch
+    from ubunye_rows.sketch import Sketch
 
     # A table without columns sums to zero, as the reference has always recorded it.
     if not names:
@@ -70,7 +70,7 @@ def fingerprint_rows(
     rows: Iterable[Mapping[str, Any]], schema: Sequence[tuple[str, str]]
 ) -> Fingerprint:
     """The fingerprint of rows already in memory, one canonical line at a time (the spec path)."""
-    from ubunye_core.sketch import BUCKETS, Sketch
+    from ubunye_rows.sketch import BUCKETS, Sketch
 
     counts, lane_a, lane_b = [0] * BUCKETS, [0] * BUCKETS, [0] * BUCKETS
     for line in canonical_lines(rows, schema):
@@ -118,21 +118,21 @@ def _library(frame: Any) -> str:
 def _fingerprint_or_raise(frame: Any, time_zone: str | None) -> Fingerprint:
     library = _library(frame)
     if library == "pyspark":  # classic and Connect DataFrames alike
-        from ubunye_core.hashing.spark import fingerprint_spark
+        from ubunye_rows.hashing.spark import fingerprint_spark
 
         return fingerprint_spark(frame)
     if library == "pandas":
-        from ubunye_core.hashing.frames import pandas_to_arrow
+        from ubunye_rows.hashing.frames import pandas_to_arrow
 
         return arrow_fingerprint_or_raise(pandas_to_arrow(frame, time_zone))
     if library == "pyarrow":
         return arrow_fingerprint_or_raise(frame)
     if library == "polars":
-        from ubunye_core.hashing.frames import polars_to_arrow
+        from ubunye_rows.hashing.frames import polars_to_arrow
 
         return arrow_fingerprint_or_raise(polars_to_arrow(frame))
     if callable(getattr(frame, "collect", None)):
-        from ubunye_core.hashing.frames import port_rows
+        from ubunye_rows.hashing.frames import port_rows
 
         rows, pairs = port_rows(frame)
         return fingerprint_rows(rows, pairs)

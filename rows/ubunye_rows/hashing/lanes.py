@@ -99,10 +99,10 @@ def sum_line_lanes(
 def bucket_line_lanes(lines: pa.Array | pa.ChunkedArray, *, threads: int | None = None) -> Any:
     """Per-bucket row counts and lane sums of ``lines`` as a (3, 256) uint64 numpy array.
 
-    A line's bucket is the first byte of its SHA-256 (``ubunye_core.sketch``); the buckets'
+    A line's bucket is the first byte of its SHA-256 (``ubunye_rows.sketch``); the buckets'
     sums add up to :func:`sum_line_lanes`.
     """
-    from ubunye_core.sketch import empty_bucket_arrays
+    from ubunye_rows.sketch import empty_bucket_arrays
 
     pieces = _line_pieces(lines)
     if not pieces:
@@ -171,7 +171,7 @@ def bucket_slices_lanes(
     At most ``threads + 1`` slices are in flight, so memory stays bounded by the slice size.
     Sums are order free, so the result is the same for any number of threads.
     """
-    from ubunye_core.sketch import empty_bucket_arrays
+    from ubunye_rows.sketch import empty_bucket_arrays
 
     count = _thread_count(threads)
 
@@ -266,7 +266,7 @@ def _hashlib_digests(piece: pa.Array) -> Any:
 
 def _hashlib_buckets(pieces: list[pa.Array]) -> Any:
     """Per-bucket counts and lane sums by ``hashlib``."""
-    from ubunye_core.sketch import add_digest_buckets, empty_bucket_arrays
+    from ubunye_rows.sketch import add_digest_buckets, empty_bucket_arrays
 
     totals = empty_bucket_arrays()
     for piece in pieces:
@@ -349,7 +349,7 @@ def _datafusion_digests(pieces: list[pa.Array], threads: int) -> Iterator[tuple[
 
 def _datafusion_buckets(pieces: list[pa.Array], threads: int) -> Any:
     """Per-bucket counts and lane sums by DataFusion's ``sha256``, over ``threads`` partitions."""
-    from ubunye_core.sketch import add_digest_buckets, empty_bucket_arrays
+    from ubunye_rows.sketch import add_digest_buckets, empty_bucket_arrays
 
     totals = empty_bucket_arrays()
     for digests, count in _datafusion_digests(pieces, threads):

@@ -7,7 +7,7 @@ table without changing a value or a type name; a subclass runs the vectors of it
 engine::
 
     import pyarrow as pa
-    from ubunye_core.testing.backend_conformance import RowsV1Conformance
+    from ubunye_rows.testing.backend_conformance import RowsV1Conformance
 
     class TestMyEngine(RowsV1Conformance):
         engine = "myengine"          # or one of "arrow", "pandas", "polars", "spark"
@@ -29,10 +29,10 @@ try:
     import pytest  # noqa: F401
 except ImportError as exc:  # pragma: no cover - the suite is made of pytest tests
     raise ImportError(
-        "ubunye_core.testing.backend_conformance is a pytest suite; install pytest to use it"
+        "ubunye_rows.testing.backend_conformance is a pytest suite; install pytest to use it"
     ) from exc
 
-from ubunye_core.hashing.digest import Fingerprint
+from ubunye_rows.hashing.digest import Fingerprint
 
 GOLDEN_FILE = "golden_rows_v1.json"
 
@@ -60,7 +60,7 @@ class GoldenVector:
 @lru_cache(maxsize=1)
 def golden_vectors() -> tuple[GoldenVector, ...]:
     """Every committed golden vector."""
-    text = resources.files("ubunye_core.testing").joinpath(GOLDEN_FILE).read_text("utf-8")
+    text = resources.files("ubunye_rows.testing").joinpath(GOLDEN_FILE).read_text("utf-8")
     document = json.loads(text)
     if document.get("method") != "rows-v1":
         raise ValueError(f"{GOLDEN_FILE} holds vectors for {document.get('method')!r}, not rows-v1")
@@ -94,8 +94,8 @@ class RowsV1Conformance:
         raise NotImplementedError("implement to_frame(self, table) in your conformance subclass")
 
     def fingerprint(self, frame: Any) -> Fingerprint:
-        """The engine's rows-v1 fingerprint of a frame; ubunye_core's unless overridden."""
-        from ubunye_core import fingerprint
+        """The engine's rows-v1 fingerprint of a frame; ubunye_rows' unless overridden."""
+        from ubunye_rows import fingerprint
 
         return fingerprint(frame)
 

@@ -268,7 +268,7 @@ def canonical_lines(
 
 def arrow_canonical_lines(table: Any) -> list[str]:
     """Every row of an Arrow table as its canonical line, one row at a time (the spec path)."""
-    from ubunye_core.hashing.types import schema_pairs
+    from ubunye_rows.hashing.types import schema_pairs
 
     kinds = dict(schema_pairs(table.schema))
     return [canonical_line(row, kinds) for row in table.to_pylist()]

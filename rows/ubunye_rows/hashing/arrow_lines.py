@@ -4,7 +4,7 @@ Arrow writes most values as rows-v1 wants them, or close enough to rewrite in bu
 integers, booleans, strings, dates, decimals, doubles and floats (plain or d.dddE<n>),
 timestamps in years 1000 to 9999, and lists and structs of those. Every other value
 (control characters, NaN, subnormals, far years, maps, ...) is written by
-:mod:`ubunye_core.hashing.canonical` and put back in its place, so a slice's lines are
+:mod:`ubunye_rows.hashing.canonical` and put back in its place, so a slice's lines are
 always the spec's lines; the tests hold the two paths together byte for byte.
 """
 
@@ -16,7 +16,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from ubunye_core.hashing.canonical import (
+from ubunye_rows.hashing.canonical import (
     PLAIN_HIGH,
     PLAIN_LOW,
     json_string,
@@ -26,8 +26,8 @@ from ubunye_core.hashing.canonical import (
     struct_field_kinds,
     value_text,
 )
-from ubunye_core.hashing.lanes import hash_threads
-from ubunye_core.hashing.types import canonical_type, plain_type
+from ubunye_rows.hashing.lanes import hash_threads
+from ubunye_rows.hashing.types import canonical_type, plain_type
 
 if TYPE_CHECKING:
     import numpy as np

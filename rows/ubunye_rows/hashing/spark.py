@@ -2,9 +2,9 @@
 
 Two ways to write the lines, one digest. By default (``UBUNYE_SPARK_ENGINE=auto``) each
 partition reaches a Python worker as Arrow batches (``mapInArrow``) and the Arrow path writes and
-hashes its lines there (:mod:`ubunye_core.hashing.spark_arrow`): about twice as fast as Spark's
+hashes its lines there (:mod:`ubunye_rows.hashing.spark_arrow`): about twice as fast as Spark's
 own ``to_json``, which pays a JSON generator per row. When the workers cannot import
-``ubunye_core`` (``jvm``, or ``auto`` after such a failure), Spark writes each line itself:
+``ubunye_rows`` (``jvm``, or ``auto`` after such a failure), Spark writes each line itself:
 ``to_json`` of a struct holding the columns in name order, after every map's entries are put in
 key order, hashed by ``sha2``. Either way the SHA-256 of the line gives two 64-bit lanes; each
 lane is cut into three pieces of at most 22 bits, and the pieces are summed as ``long``. A piece
@@ -26,11 +26,11 @@ import os
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from ubunye_core.hashing.digest import LANE_MASK, Fingerprint
-from ubunye_core.hashing.types import UnsupportedTypeError
+from ubunye_rows.hashing.digest import LANE_MASK, Fingerprint
+from ubunye_rows.hashing.types import UnsupportedTypeError
 
 if TYPE_CHECKING:
-    from ubunye_core.sketch import Sketch
+    from ubunye_rows.sketch import Sketch
 
 #: Options that make ``to_json`` write the canonical line whatever the session says: instants in
 #: UTC to the microsecond, wall-clock timestamps and dates as ISO text, null fields left out.
@@ -135,7 +135,7 @@ def fingerprint_spark(df: Any) -> Fingerprint:
 
     Raises when the rows cannot be read (or the column names are ambiguous); the caller reports it.
     """
-    from ubunye_core.sketch import fingerprint_of_sketch
+    from ubunye_rows.sketch import fingerprint_of_sketch
 
     return fingerprint_of_sketch(spark_sketch(df))
 
@@ -158,12 +158,12 @@ def spark_sketch(df: Any) -> Sketch:
     """Per-bucket row counts and lane sums of ``df``'s canonical lines, in one job.
 
     ``auto`` hashes in Spark's Python workers with the Arrow path and, when a worker cannot
-    import ``ubunye_core`` or ``pyarrow``, once more on the JVM with ``to_json``. Either way a
+    import ``ubunye_rows`` or ``pyarrow``, once more on the JVM with ``to_json``. Either way a
     grouped aggregation by bucket brings at most 256 rows of seven numbers to the driver.
     """
     from pyspark.sql import functions as F
 
-    from ubunye_core.sketch import Sketch
+    from ubunye_rows.sketch import Sketch
 
     pairs = spark_schema_pairs(df)
     if not df.schema.fields:
@@ -171,7 +171,7 @@ def spark_sketch(df: Any) -> Sketch:
         return Sketch.of_rows_only(pairs, int(df.agg(F.count(F.lit(1))).collect()[0][0]))
     engine = spark_line_engine()
     if engine != "jvm":
-        from ubunye_core.hashing.spark_arrow import arrow_worker_bucket_rows
+        from ubunye_rows.hashing.spark_arrow import arrow_worker_bucket_rows
 
         _refuse_duplicate_names(df.columns)
         try:
@@ -186,7 +186,7 @@ def spark_sketch(df: Any) -> Sketch:
 
 def sketch_of_bucket_rows(pairs: Sequence[tuple[str, str]], rows: Sequence[Any]) -> Sketch:
     """The sketch from rows of (bucket, row count, lane A's three piece sums, lane B's)."""
-    from ubunye_core.sketch import BUCKETS, Sketch
+    from ubunye_rows.sketch import BUCKETS, Sketch
 
     totals = [[0] * BUCKETS for _ in range(3)]
     for row in rows:

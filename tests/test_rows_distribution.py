@@ -1,0 +1,93 @@
+"""ubunye-rows stands alone: a Spark executor or a process Dagster launches through Pipes
+installs only it (pyarrow and numpy beside), and hashes, sketches and gathers evidence there."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pyarrow as pa
+
+import ubunye_rows
+from ubunye_rows import code_hash, environment, environment_hash, fingerprint
+
+ROOT = Path(__file__).resolve().parent.parent
+#: What ubunye-rows must never need: frame libraries it does not hash, and everything above it.
+NOT_NEEDED = ("pandas", "polars", "pyspark", "dagster", "ubunye_core", "ubunye_dagster")
+
+# Runs in a fresh interpreter where the modules above cannot be imported, as where only
+# ubunye-rows is installed.
+_ALONE = textwrap.dedent(
+    """
+    import importlib.abc, json, sys
+
+    class NotInstalled(importlib.abc.MetaPathFinder):
+        def find_spec(self, name, path=None, target=None):
+            if name.split(".")[0] in NOT_NEEDED:
+                raise ModuleNotFoundError(f"No module named {name!r}")
+            return None
+
+    sys.meta_path.insert(0, NotInstalled())
+    import pyarrow as pa
+    from ubunye_rows import code_hash, combine, environment, environment_hash, fingerprint
+
+    table = pa.table({"id": [3, 1, 2], "name": ["c", None, "b"]})
+    fp = fingerprint(table)
+    both = combine([fingerprint(table.slice(0, 1)), fingerprint(table.slice(1))])
+    print(json.dumps({
+        "data_hash": fp.data_hash,
+        "schema_hash": fp.schema_hash,
+        "combined": both.data_hash,
+        "code_hash": code_hash(sys.argv[1]),
+        "environment_hash": environment_hash(environment()),
+        "loaded": sorted({m.split(".")[0] for m in sys.modules} & set(NOT_NEEDED)),
+    }))
+    """
+)
+
+
+def _run_alone(folder: Path) -> dict:
+    script = f"NOT_NEEDED = {NOT_NEEDED!r}\n{_ALONE}"
+    done = subprocess.run(
+        [sys.executable, "-c", script, str(folder)],
+        capture_output=True,
+        text=True,
+        check=False,
+        cwd=ROOT / "rows",
+    )
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout)
+
+
+def test_importing_ubunye_rows_loads_no_frame_library_and_nothing_above_it():
+    done = subprocess.run(
+        [sys.executable, "-c", "import sys, ubunye_rows; print(' '.join(sys.modules))"],
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=ROOT / "rows",
+    )
+    loaded = {name.split(".")[0] for name in done.stdout.split()}
+    assert loaded & set(NOT_NEEDED) == set()
+
+
+def test_without_pandas_dagster_or_the_core_an_arrow_table_gets_the_same_receipt(tmp_path):
+    (tmp_path / "task.py").write_text("def task():\n    return 1\n")
+    table = pa.table({"id": [3, 1, 2], "name": ["c", None, "b"]})
+    alone = _run_alone(tmp_path)
+    assert alone["loaded"] == []
+    assert alone["data_hash"] == fingerprint(table).data_hash == alone["combined"]
+    assert alone["schema_hash"] == fingerprint(table).schema_hash
+    assert alone["code_hash"] == code_hash(tmp_path)
+    assert alone["environment_hash"] == environment_hash(environment())
+
+
+def test_every_name_the_root_exports_is_importable_from_the_root():
+    missing = [name for name in ubunye_rows.__all__ if not hasattr(ubunye_rows, name)]
+    assert missing == []
+    assert {"fingerprint", "Fingerprint", "METHOD", "combine", "Sketch", "code_hash"} <= set(
+        ubunye_rows.__all__
+    )

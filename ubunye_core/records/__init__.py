@@ -1,0 +1,1 @@
+"""Run records v2: the model, comparisons, drift verdicts and the sketches they carry."""

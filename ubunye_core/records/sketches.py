@@ -1,0 +1,97 @@
+"""The sketches run records carry: read back from a step or a stored record, and several
+partitions' recorded digests combined into one input step without hashing a row again."""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from upath import UPath
+
+from ubunye_core.record import SKETCH_FIELD, StepRecord
+from ubunye_rows.hashing.digest import Fingerprint
+from ubunye_rows.sketch import Sketch, combine
+
+
+def step_sketch(step: Any) -> Sketch | None:
+    """The sketch a run record's step (a ``StepRecord`` or its dict) carries; None when it has
+    none, or when it does not add up to the step's data hash (never trusted then)."""
+    document = (
+        step.get(SKETCH_FIELD) if isinstance(step, Mapping) else getattr(step, SKETCH_FIELD, None)
+    )
+    digest = (
+        step.get("data_hash") if isinstance(step, Mapping) else getattr(step, "data_hash", None)
+    )
+    if document is None or digest is None:
+        return None
+    try:
+        sketch = Sketch.from_record(document)
+    except ValueError:
+        return None
+    return sketch if sketch.data_hash() == digest else None
+
+
+def recorded_sketch(record_path: str | None, data_hash: str) -> dict[str, Any] | None:
+    """The stored form of the sketch a run record (a local path or fsspec URL) kept for its
+    output of digest ``data_hash``; None when the record, the output or the sketch is missing."""
+    if not record_path:
+        return None
+    try:
+        document = json.loads(UPath(str(record_path)).read_text(encoding="utf-8"))
+    except Exception:  # unreadable here (another store's credentials, say): no sketch, no harm
+        return None
+    for step in document.get("outputs") or []:
+        mine = isinstance(step, Mapping) and step.get("data_hash") == data_hash
+        if mine and step_sketch(step) is not None:
+            return dict(step[SKETCH_FIELD])
+    return None
+
+
+def combined_input_step(
+    name: str, steps: Sequence[StepRecord], partitions: Sequence[str]
+) -> StepRecord:
+    """One input step for several loaded partitions: their recorded digests combined (no row is
+    hashed again), or, when one cannot be combined, no digest and the reason as ``hash_error``.
+
+    ``steps`` are the partitions' ``StepRecord``s, in the order of ``partitions``.
+    """
+    note = f"combined from the digests of {len(steps)} partitions: {', '.join(partitions)}"
+    fingerprints = [
+        Fingerprint(
+            step.schema_hash or "", step.data_hash, step.row_count, sketch=step_sketch(step)
+        )
+        for step in steps
+    ]
+    try:
+        combined = combine(fingerprints)
+    except ValueError as exc:
+        combined = Fingerprint(
+            schema_hash=steps[0].schema_hash if steps else "",
+            data_hash=None,
+            row_count=None,
+            error=f"ValueError: {exc}",
+        )
+    step = StepRecord.from_fingerprint(
+        combined,
+        name=name,
+        direction="input",
+        format=steps[0].format if steps else "",
+        location=_common_location([step.location for step in steps]),
+        hash_seconds=0.0,
+        hash_basis="materialised",
+    )
+    step.source_note = note
+    return step
+
+
+def _common_location(locations: Sequence[str]) -> str:
+    """The folder (or table) the partitions' locations share; the first one when they share
+    none."""
+    if len(set(locations)) <= 1:
+        return locations[0] if locations else ""
+    try:
+        return os.path.commonpath(locations)
+    except ValueError:  # URLs of different stores, or relative beside absolute paths
+        return locations[0]
