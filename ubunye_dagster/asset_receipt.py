@@ -73,12 +73,12 @@ def save_asset_output(
         )
         record = open_record.record
         kept = [step for step in record.outputs if output is None or step.name != output.name]
-        inputs = [*session.inputs_of(asset_key), *(evidence.inputs if evidence else ())]
+        outside = evidence or ProcessEvidence(None, {}, None)
         keys = session.fill(
             open_record,
-            inputs,
+            [*session.inputs_of(asset_key), *outside.inputs],
             outputs=kept if output is None else [*kept, output],
-            extra_timings=[transform, *(evidence.timings if evidence else ())],
+            extra_timings=[transform, *outside.timings],
             expectations=record.expectations,
         )
         if evidence is not None:
@@ -90,14 +90,10 @@ def save_asset_output(
         # An error record is final; a success one still turns ``error`` if the step fails later.
         open_record.closed = error is not None
         path = open_record.save()
-    if output is None:
-        return SavedOutput(record=record, path=path)
-    metadata = output_metadata(
-        record,
-        output,
-        record_path=path,
-        input_asset_keys=keys,
-        schema_pairs=schema_pairs,
-        partition_key=partition_key,
-    )
+    metadata = {}
+    if output is not None:
+        metadata = output_metadata(
+            record, output, record_path=path, input_asset_keys=keys,
+            schema_pairs=schema_pairs, partition_key=partition_key,
+        )  # fmt: skip
     return SavedOutput(record=record, path=path, metadata=metadata)

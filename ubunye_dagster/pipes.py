@@ -188,16 +188,7 @@ class _Step:
             evidence = None
         else:
             output, evidence = receipt_steps(document, key, self.parents(key))
-        saved = save_asset_output(
-            self.session,
-            self.place,
-            self.context,
-            key,
-            output,
-            backend=_backend(document),
-            evidence=evidence,
-            schema_pairs=_schema_pairs(output),
-        )
+        saved = self.save(key, output, evidence, document, schema_pairs=_schema_pairs(output))
         kept = {k: v for k, v in (result.metadata or {}).items() if k != RECEIPT_KEY}
         metadata = {**kept, **saved.metadata}
         if output.location:
@@ -222,20 +213,22 @@ class _Step:
             if document is not None:
                 with contextlib.suppress(ValueError):  # an unreadable receipt: the error says
                     output, evidence = receipt_steps(document, key, self.parents(key))
-            save_asset_output(
-                self.session,
-                self.place,
-                self.context,
-                key,
-                output,
-                backend=_backend(document),
-                evidence=evidence,
-                error=error,
-            )
+            self.save(key, output, evidence, document, error=error)
 
-
-def _backend(document: Any) -> str:
-    return str(document.get("backend") or "") if isinstance(document, Mapping) else ""
+    def save(
+        self,
+        key: dg.AssetKey,
+        output: StepRecord | None,
+        evidence: ProcessEvidence | None,
+        document: Any,
+        **closing: Any,
+    ) -> SavedOutput:
+        """Save the record of ``key`` with what the receipt ``document`` gave (its backend)."""
+        backend = document.get("backend") if isinstance(document, Mapping) else None
+        return save_asset_output(
+            self.session, self.place, self.context, key, output,
+            backend=str(backend or ""), evidence=evidence, **closing,
+        )  # fmt: skip
 
 
 def run_pipes_with_receipts(
