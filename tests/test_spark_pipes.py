@@ -24,6 +24,7 @@ RAW = pd.DataFrame(
         "at": pd.to_datetime(
             ["2024-02-18 02:30:00", "2024-11-03 00:15:00", "1969-12-31 23:59:59.999999", None],
             utc=True,
+            format="ISO8601",
         ),
         "note": ['say "hi"', None, "line\nbreak", "ünïcode 😀"],
     }
@@ -40,20 +41,23 @@ def test_a_spark_job_through_pipes_records_the_digest_of_the_rows_it_wrote(
     source, target = tmp_path / "raw.parquet", tmp_path / "out" / "orders.parquet"
     RAW.to_parquet(source, index=False)
 
+    told: list = []
+
     @dg.asset(group_name="shop")
     def orders(
         context: dg.AssetExecutionContext, ubunye: UbunyeResource, pipes: dg.PipesSubprocessClient
     ) -> dg.MaterializeResult:
         extras = {"source": str(source), "target": str(target), "session_zone": SESSION_ZONE}
         command = [str(external_python), str(JOB)]
-        return ubunye.run_pipes(
-            pipes, context=context, command=command, extras=extras
-        ).get_materialize_result()
+        run = ubunye.run_pipes(pipes, context=context, command=command, extras=extras)
+        told.extend(run.invocation.get_custom_messages())
+        return run.get_materialize_result()
 
     client = dg.PipesSubprocessClient(env={"PYTHONPATH": "", "PYTHONNOUSERSITE": "1"})
     settings = UbunyeResource(usecase_dir=str(tmp_path))
     result = dg.materialize([orders], resources={"ubunye": settings, "pipes": client})
 
+    assert told == [{"session_zone": SESSION_ZONE}]
     record = LineageStore.for_usecase_dir(tmp_path).load("dagster/shop/orders", result.run_id)
     kept = RAW[RAW["qty"] > 0].reset_index(drop=True)
     kept["total"] = kept["qty"] * kept["price"]

@@ -21,7 +21,7 @@ with open_dagster_pipes() as pipes:
         .getOrCreate()
     )
     spark.sparkContext.setLogLevel("ERROR")
-    pipes.log.info(f"session zone {spark.conf.get('spark.sql.session.timeZone')}")
+    pipes.report_custom_message({"session_zone": spark.conf.get("spark.sql.session.timeZone")})
     raw = spark.read.parquet(pipes.get_extra("source"))
     orders = raw.where(raw.qty > 0).withColumn("total", raw.qty * raw.price)
     target = pipes.get_extra("target")
