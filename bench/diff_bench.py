@@ -22,9 +22,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from hash_bench import flat_table
 from sketch_bench import machine
 
-from ubunye_core.row_diff import diff_tables
-from ubunye_core.row_report import diff_versions, path_version
-from ubunye_core.stored import read_stored
+from ubunye_core.diff.report import diff_versions, path_version
+from ubunye_core.diff.rows import diff_tables
+from ubunye_core.materialisations.stored import read_stored
 
 
 def write_versions(folder: Path, rows: int, changed: int) -> tuple[str, str]:

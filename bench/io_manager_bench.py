@@ -89,7 +89,7 @@ def bench_assets(frame: pd.DataFrame) -> list[dg.AssetsDefinition]:
 
 def machine() -> str:
     """CPU model, SHA-NI, usable cores and hash threads: the line every bench starts with."""
-    from ubunye_core.byte_digest import DEFAULT_ALGORITHM
+    from ubunye_core.materialisations.byte_digest import DEFAULT_ALGORITHM
     from ubunye_rows.hashing.lanes import hash_threads
 
     model, sha_ni = platform.processor() or "unknown CPU", False
@@ -120,7 +120,7 @@ def timed_plain_write(frame: pd.DataFrame, path: Path) -> float:
 
 def read_digest(result: dg.ExecuteInProcessResult) -> tuple[str | None, str | None]:
     """The input ``big`` as the reading step recorded it: (data hash, hash basis)."""
-    from ubunye_core.record import RunRecord
+    from ubunye_core.records.model import RunRecord
 
     (event,) = result.get_asset_materialization_events()
     path = event.materialization.metadata["ubunye/record_path"].value

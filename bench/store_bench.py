@@ -59,7 +59,7 @@ def template_record() -> str:
     """One real run record as JSON text with the fields the copies change blanked."""
     import pandas as pd
 
-    from ubunye_core.record import RunRecord, StepRecord
+    from ubunye_core.records.model import RunRecord, StepRecord
     from ubunye_rows import fingerprint
     from ubunye_rows.evidence import code_hash, environment, environment_hash
 

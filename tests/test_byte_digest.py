@@ -9,7 +9,7 @@ import blake3
 import fsspec
 import pytest
 
-from ubunye_core.byte_digest import (
+from ubunye_core.materialisations.byte_digest import (
     algorithm_of,
     bytes_digest,
     file_digest,

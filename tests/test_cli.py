@@ -12,7 +12,7 @@ import pytest
 from sample_records import sample_environment
 
 from ubunye_core.cli import main
-from ubunye_core.record import RunRecord, StepRecord
+from ubunye_core.records.model import RunRecord, StepRecord
 from ubunye_core.store import LineageStore, task_name_for_key
 
 H1, H2 = "sha256:" + "1" * 64, "sha256:" + "2" * 64

@@ -10,8 +10,8 @@ import dagster as dg
 import pytest
 
 from ubunye_core.cli import main
-from ubunye_core.drift import INPUTS_CHANGED, INPUTS_UNKNOWN, SAME_INPUTS
-from ubunye_core.record import RunRecord, StepRecord
+from ubunye_core.records.drift import INPUTS_CHANGED, INPUTS_UNKNOWN, SAME_INPUTS
+from ubunye_core.records.model import RunRecord, StepRecord
 from ubunye_core.store import LineageStore, task_name_for_key
 from ubunye_dagster.metadata import output_metadata
 from ubunye_dagster.sensor import DriftCursor, DriftSettings, judge_pending_materialisations

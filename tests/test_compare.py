@@ -7,8 +7,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from sample_records import sample_environment
 
-from ubunye_core.compare import compare
-from ubunye_core.record import RunRecord, StepRecord
+from ubunye_core.records.compare import compare
+from ubunye_core.records.model import RunRecord, StepRecord
 
 ref_cli = pytest.importorskip("ubunye.cli.lineage")
 ref_context = pytest.importorskip("ubunye.lineage.context")

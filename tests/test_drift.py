@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from ubunye_core.drift import (
+from ubunye_core.records.drift import (
     DEFAULT_FLAG_REASONS,
     DRIFT_REASONS,
     INPUTS_CHANGED,

@@ -8,7 +8,7 @@ import dagster as dg
 import pandas as pd
 from test_sensor import evaluations_of, instance, materialise, meta, tick  # noqa: F401
 
-from ubunye_core.drift import SAME_INPUTS
+from ubunye_core.records.drift import SAME_INPUTS
 from ubunye_dagster import UbunyeIOManager, UbunyeResource
 from ubunye_dagster.sensor import build_drift_sensor
 

@@ -160,7 +160,7 @@ def test_storage_and_records_work_on_an_fsspec_url(tmp_path):
     assert read.location == "memory://ubunye-test/data/written_by_pandas.parquet"
     assert read.data_hash == fingerprint(FRAME).data_hash
     # The bytes put on the store are the ones digested, so the read was proven by them.
-    from ubunye_core.byte_digest import bytes_digest
+    from ubunye_core.materialisations.byte_digest import bytes_digest
 
     stored = bytes_digest(fs.cat_file("/ubunye-test/data/written_by_pandas.parquet"))
     assert (read.hash_basis, read.stored_bytes_hash()) == ("stored-bytes", stored)

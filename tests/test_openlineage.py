@@ -29,7 +29,7 @@ from openlineage.client.facet_v2 import (
 )
 from openlineage.client.serde import Serde
 
-from ubunye_core.openlineage_events import (
+from ubunye_core.openlineage.events import (
     RECEIPT_FACET_KEY,
     RECEIPT_FACET_SCHEMA_URL,
     UbunyeReceiptRunFacet,
@@ -37,7 +37,7 @@ from ubunye_core.openlineage_events import (
     dataset_identity,
     emit_run_events,
 )
-from ubunye_core.record import RunRecord, StepRecord
+from ubunye_core.records.model import RunRecord, StepRecord
 from ubunye_dagster import UbunyeIOManager, UbunyeResource
 from ubunye_rows import fingerprint
 

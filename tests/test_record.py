@@ -8,7 +8,7 @@ import json
 import pytest
 from pydantic import ValidationError
 
-from ubunye_core.record import RECORD_VERSION, RunRecord, StepRecord
+from ubunye_core.records.model import RECORD_VERSION, RunRecord, StepRecord
 from ubunye_rows.hashing.digest import Fingerprint
 
 ref_context = pytest.importorskip("ubunye.lineage.context")

@@ -17,8 +17,8 @@ from typing import Any
 import pytest
 
 from ubunye_core.cli import main
-from ubunye_core.compare import compare
-from ubunye_core.record import RunRecord, StepRecord
+from ubunye_core.records.compare import compare
+from ubunye_core.records.model import RunRecord, StepRecord
 from ubunye_core.store import LineageStore, encode_name, task_name_for_key
 from ubunye_rows import fingerprint
 from ubunye_rows.evidence import code_hash, environment, environment_hash

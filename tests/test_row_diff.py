@@ -10,7 +10,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from sketch_tables import SCHEMA, row_key, rows, table_of
 
-from ubunye_core.row_diff import diff_tables
+from ubunye_core.diff.rows import diff_tables
 from ubunye_rows import fingerprint
 
 edits = st.lists(

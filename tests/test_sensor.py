@@ -22,7 +22,7 @@ from typing import Any
 import dagster as dg
 import pytest
 
-from ubunye_core.drift import INPUTS_CHANGED, INPUTS_UNKNOWN, SAME_INPUTS
+from ubunye_core.records.drift import INPUTS_CHANGED, INPUTS_UNKNOWN, SAME_INPUTS
 from ubunye_dagster import metadata as keys
 from ubunye_dagster.sensor import (
     CHECK_NAME,

@@ -13,7 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from sketch_tables import as_engine, rows, table_of
 
-from ubunye_core.record import RunRecord, StepRecord
+from ubunye_core.records.model import RunRecord, StepRecord
 from ubunye_core.records.sketches import step_sketch
 from ubunye_core.store import LineageStore
 from ubunye_rows import fingerprint

@@ -296,7 +296,7 @@ def test_a_spark_folder_read_back_unchanged_is_proven_by_its_part_files(
     import fsspec
     from pyspark.sql import DataFrame
 
-    from ubunye_core.byte_digest import folder_digest
+    from ubunye_core.materialisations.byte_digest import folder_digest
 
     @dg.asset(ins={"spark_people": dg.AssetIn(dagster_type=DataFrame)})
     def spark_again(pyspark: PySparkResource, spark_people):

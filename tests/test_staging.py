@@ -15,7 +15,7 @@ import pandas as pd
 import pytest
 
 from ubunye_core.cli import main
-from ubunye_core.staging import TEMP_MARK, staging_name, this_host, writer_of
+from ubunye_core.materialisations.staging import TEMP_MARK, staging_name, this_host, writer_of
 
 #: A writer process: stages a partial file beside TARGET the way the IO manager does, prints its
 #: name, then either is killed (-9) mid-write or keeps writing until its stdin closes.

@@ -18,7 +18,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from upath import UPath
 
-from ubunye_core.record import RunRecord
+from ubunye_core.records.model import RunRecord
 from ubunye_core.store import (
     AmbiguousRunIdError,
     LineageStore,
@@ -355,7 +355,7 @@ def test_search_narrows_by_usecase_package_and_task(store):
 _WRITER = textwrap.dedent(
     """
     import sys
-    from ubunye_core.record import RunRecord
+    from ubunye_core.records.model import RunRecord
     from ubunye_core.store import LineageStore
 
     root, writer, count = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
@@ -399,7 +399,7 @@ def test_concurrent_writers_in_separate_processes_never_corrupt_each_other(tmp_p
 _KILLED_WRITER = textwrap.dedent(
     """
     import os, sys, time
-    from ubunye_core.record import RunRecord
+    from ubunye_core.records.model import RunRecord
     from ubunye_core.store import LineageStore
 
     real_fdopen = os.fdopen

@@ -27,9 +27,9 @@ from hypothesis import strategies as st
 from upath import UPath
 
 from ubunye_core.cli import main
-from ubunye_core.record import RunRecord
+from ubunye_core.records.model import RunRecord
 from ubunye_core.store import LineageStore
-from ubunye_core.store_index import CACHE_DIR_ENV, INDEX_FILE_NAME
+from ubunye_core.store.index import CACHE_DIR_ENV, INDEX_FILE_NAME
 
 TASKS = ["shop/sales/raw.orders", "shop/sales/daily", "shop/ops/raw.orders", "bank/risk/raw.orders"]
 SCOPES = [None, "shop", "shop/sales", "shop/sales/daily"]
@@ -329,7 +329,7 @@ def test_a_record_rewritten_in_place_is_read_again(tmp_path):
 _WRITER = textwrap.dedent(
     """
     import sys, warnings
-    from ubunye_core.record import RunRecord
+    from ubunye_core.records.model import RunRecord
     from ubunye_core.store import LineageStore
 
     root, writer, count = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])

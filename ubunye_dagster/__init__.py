@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ubunye_core.drift import (
+from ubunye_core.records.drift import (
     DEFAULT_FLAG_REASONS,
     DRIFT_REASONS,
     INPUTS_CHANGED,

@@ -21,7 +21,7 @@ from typing import Any, Literal
 import dagster as dg
 from pydantic import Field, PrivateAttr, model_validator
 
-from ubunye_core.record import StepRecord
+from ubunye_core.records.model import StepRecord
 from ubunye_core.records.sketches import combined_input_step
 from ubunye_core.store import encode_name
 from ubunye_dagster import dagster_internals as internals

@@ -12,8 +12,8 @@ from typing import Any
 
 import dagster as dg
 
-from ubunye_core.drift import DETERMINISTIC_VARIABLE
-from ubunye_core.record import RunRecord, StepRecord
+from ubunye_core.records.drift import DETERMINISTIC_VARIABLE
+from ubunye_core.records.model import RunRecord, StepRecord
 from ubunye_core.records.sketches import step_sketch
 
 DATA_HASH = "ubunye/data_hash"
@@ -22,8 +22,8 @@ SCHEMA_HASH = "ubunye/schema_hash"
 ROW_COUNT = "dagster/row_count"
 HASH_METHOD = "ubunye/hash_method"
 HASH_SECONDS = "ubunye/hash_seconds"
-#: The digest of the stored bytes (``ubunye_core.byte_digest``): a read whose bytes still hash
-#: to it takes this materialisation's data hash without hashing the rows again.
+#: The digest of the stored bytes (``ubunye_core.materialisations.byte_digest``): a read whose
+#: bytes still hash to it takes this materialisation's data hash without hashing the rows again.
 BYTES_HASH = "ubunye/bytes_hash"
 #: Present only when the hash failed; says why there is no data hash.
 HASH_ERROR = "ubunye/hash_error"

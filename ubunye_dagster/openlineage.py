@@ -1,5 +1,5 @@
 """OpenLineage events for each finished run record, when the OpenLineage client is installed
-(extra ``openlineage``) and configured; see ``ubunye_core.openlineage_events`` and
+(extra ``openlineage``) and configured; see ``ubunye_core.openlineage.events`` and
 docs/openlineage.md."""
 
 from __future__ import annotations
@@ -7,10 +7,10 @@ from __future__ import annotations
 import logging
 from collections.abc import Mapping, Sequence
 
-from ubunye_core.record import RunRecord
+from ubunye_core.records.model import RunRecord
 
 try:
-    from ubunye_core import openlineage_events
+    from ubunye_core.openlineage import events as openlineage_events
 except ImportError:  # the openlineage extra is not installed: no events, nothing to configure
     openlineage_events = None
 

@@ -8,8 +8,8 @@ from typing import Any
 
 import dagster as dg
 
-from ubunye_core.byte_digest import algorithm_of
-from ubunye_core.record import SKETCH_FIELD, StepRecord
+from ubunye_core.materialisations.byte_digest import algorithm_of
+from ubunye_core.records.model import SKETCH_FIELD, StepRecord
 from ubunye_core.records.sketches import recorded_sketch
 from ubunye_dagster.metadata import (
     BYTES_HASH,

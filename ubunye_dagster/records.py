@@ -16,7 +16,7 @@ from functools import lru_cache
 from typing import Any, Protocol
 
 from ubunye_core import __version__
-from ubunye_core.record import RunRecord, StepRecord
+from ubunye_core.records.model import RunRecord, StepRecord
 from ubunye_core.store import LineageStore, task_name_for_key
 from ubunye_dagster.identity import RecordIdentity, check_usecase, record_run_id
 from ubunye_dagster.masking import mask_error, mask_tags

@@ -20,7 +20,7 @@ from typing import Any, Literal
 import dagster as dg
 from pydantic import Field, field_validator, model_validator
 
-from ubunye_core.record import RunRecord, StepRecord
+from ubunye_core.records.model import RunRecord, StepRecord
 from ubunye_core.store import LineageStore
 from ubunye_dagster import dagster_internals as internals
 from ubunye_dagster.asset_receipt import save_asset_output

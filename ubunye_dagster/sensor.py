@@ -2,7 +2,7 @@
 
 The sensor reads new asset materialisations from the Dagster event log (a cursor on storage ids,
 so each is judged once across restarts), compares each receipt with the previous one of the same
-asset and partition (`ubunye_core.drift`), tags the run that drifted, and reports the
+asset and partition (`ubunye_core.records.drift`), tags the run that drifted, and reports the
 `ubunye_reproducible` asset check evaluation. `build_reproducibility_checks` declares that check
 so the Dagster UI shows it.
 """
@@ -17,8 +17,8 @@ from typing import Any
 import dagster as dg
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from ubunye_core import drift
-from ubunye_core.row_report import drift_rows
+from ubunye_core.diff.report import drift_rows
+from ubunye_core.records import drift
 from ubunye_dagster import metadata as metadata_keys
 from ubunye_dagster.dagster_internals import (
     CODE_VERSION_TAG,

@@ -24,8 +24,8 @@ from typing import Any
 
 import dagster as dg
 
-from ubunye_core import drift
-from ubunye_core.record import StepRecord
+from ubunye_core.records import drift
+from ubunye_core.records.model import StepRecord
 from ubunye_dagster import dagster_internals as internals
 from ubunye_dagster.dagster_internals import StepExecutionContext
 from ubunye_dagster.metadata import DETERMINISTIC, declared_true
@@ -144,7 +144,7 @@ class StepSession:
         return keys
 
     def _note_upstreams(self, open_record: OpenRecord, keys: dict[str, str | None]) -> None:
-        """What the drift verdict reads from a record (``ubunye_core.drift``): each input's
+        """What the drift verdict reads from a record (``ubunye_core.records.drift``): each input's
         asset, each upstream's Dagster data version, and whether the asset says it is
         deterministic."""
         variables = open_record.record.variables

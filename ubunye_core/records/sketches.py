@@ -10,7 +10,7 @@ from typing import Any
 
 from upath import UPath
 
-from ubunye_core.record import SKETCH_FIELD, StepRecord
+from ubunye_core.records.model import SKETCH_FIELD, StepRecord
 from ubunye_rows.hashing.digest import Fingerprint
 from ubunye_rows.sketch import Sketch, combine
 

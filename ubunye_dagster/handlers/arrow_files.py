@@ -22,9 +22,9 @@ import fsspec
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from ubunye_core.byte_digest import bytes_digest, file_digest, folder_digest
-from ubunye_core.staging import remove_dead_staging, staging_name
-from ubunye_core.stored import footer_notes, hashed_view, pandas_view
+from ubunye_core.materialisations.byte_digest import bytes_digest, file_digest, folder_digest
+from ubunye_core.materialisations.staging import remove_dead_staging, staging_name
+from ubunye_core.materialisations.stored import footer_notes, hashed_view, pandas_view
 from ubunye_dagster.handlers.base import SIDECAR_NAME
 from ubunye_rows.hashing import fingerprint, fingerprint_arrow
 from ubunye_rows.hashing.fingerprint import failed_fingerprint
@@ -47,7 +47,7 @@ def native_path(path: Any) -> str:
 
 def temporary_sibling(path: Any) -> Any:
     """A fresh hidden name in the same folder as ``path``, for staging a write; the name says
-    which process stages it (``ubunye_core.staging``)."""
+    which process stages it (``ubunye_core.materialisations.staging``)."""
     return path.parent / staging_name(path.name)
 
 
@@ -216,7 +216,8 @@ class StoredTable:
     table: pa.Table
     #: The writer's notes (Parquet footer, or a folder's sidecar).
     notes: dict[str, str]
-    #: The digest of the stored bytes, when asked for (``ubunye_core.byte_digest``).
+    #: The digest of the stored bytes, when asked for
+    #: (``ubunye_core.materialisations.byte_digest``).
     bytes_hash: str | None = None
     #: Seconds the byte digest took, in a thread beside the decode.
     bytes_seconds: float = 0.0

@@ -14,7 +14,9 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from ubunye_core.stored import SIDECAR_NAME as SIDECAR_NAME  # where handlers look for it
+from ubunye_core.materialisations.stored import (
+    SIDECAR_NAME as SIDECAR_NAME,  # where handlers look for it
+)
 from ubunye_dagster.expectations import RuleCounter
 from ubunye_rows.hashing.digest import Fingerprint
 
@@ -57,7 +59,8 @@ class StagedWrite(ABC):
     def __init__(self, location: str):
         self.location = location
         self.write_watch = Stopwatch()
-        #: The digest of the stored bytes (``ubunye_core.byte_digest``), known once committed.
+        #: The digest of the stored bytes (``ubunye_core.materialisations.byte_digest``), known
+        #: once committed.
         self.bytes_hash: str | None = None
 
     @abstractmethod

@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime, timezone
 from typing import Any
 
-from ubunye_core.delta import (
+from ubunye_core.materialisations.delta import (
     commit_history,
     commit_info,
     commit_notes,

@@ -14,7 +14,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager, suppress
 from typing import Any
 
-from ubunye_core.byte_digest import bytes_digest, folder_digest
+from ubunye_core.materialisations.byte_digest import bytes_digest, folder_digest
 from ubunye_dagster import dagster_internals as internals
 from ubunye_dagster.expectations import RuleCounter
 from ubunye_dagster.handlers import arrow_files

@@ -23,9 +23,9 @@ from itertools import islice
 from pathlib import Path
 from typing import Any
 
-from ubunye_core.drift import partition_of
-from ubunye_core.record import RunRecord
-from ubunye_core.run_listing import UNREADABLE_RANK, FileEntry, RunEntry, started_order
+from ubunye_core.records.drift import partition_of
+from ubunye_core.records.model import RunRecord
+from ubunye_core.store.listing import UNREADABLE_RANK, FileEntry, RunEntry, started_order
 
 #: File name of the index kept beside the records (inside the store's root; never ``*.json``,
 #: so the reference CLI, which reads ``*.json`` files, does not see it).

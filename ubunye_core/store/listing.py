@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from datetime import date, datetime, timezone
 from typing import Any, NamedTuple
 
-from ubunye_core.record import RunRecord
+from ubunye_core.records.model import RunRecord
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
 

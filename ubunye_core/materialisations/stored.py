@@ -90,7 +90,12 @@ def read_stored(
     rows of one partition). FileNotFoundError when nothing is stored there.
     """
     if format == "delta":
-        from ubunye_core.delta import commit_info, commit_notes, latest_version, read_delta_version
+        from ubunye_core.materialisations.delta import (
+            commit_info,
+            commit_notes,
+            latest_version,
+            read_delta_version,
+        )
 
         table = read_delta_version(location, version, storage_options, predicate)
         if version is None:

@@ -13,12 +13,12 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ubunye_core.drift import partition_of
-from ubunye_core.record import RunRecord, StepRecord
+from ubunye_core.diff.rows import RowDiff, diff_tables, sketch_of_digests, table_row_digests
+from ubunye_core.materialisations.stored import read_stored
+from ubunye_core.records.drift import partition_of
+from ubunye_core.records.model import RunRecord, StepRecord
 from ubunye_core.records.sketches import step_sketch
-from ubunye_core.row_diff import RowDiff, diff_tables, sketch_of_digests, table_row_digests
 from ubunye_core.store import LineageStore
-from ubunye_core.stored import read_stored
 from ubunye_rows.hashing.digest import Fingerprint
 from ubunye_rows.sketch import BUCKETS, Sketch, combine
 

@@ -23,17 +23,17 @@ from rich.table import Table
 from rich.text import Text
 from rich.tree import Tree
 
-from ubunye_core.compare import Comparison, DataHashVerdict, FieldChange
-from ubunye_core.drift import (
+from ubunye_core.records.compare import Comparison, DataHashVerdict, FieldChange
+from ubunye_core.records.drift import (
     DEFAULT_FLAG_REASONS,
     INPUTS_CHANGED,
     SAME_INPUTS,
     Judgement,
     Verdict,
 )
-from ubunye_core.record import RunRecord, StepRecord
-from ubunye_core.run_listing import RunEntry
+from ubunye_core.records.model import RunRecord, StepRecord
 from ubunye_core.store import ReindexReport
+from ubunye_core.store.listing import RunEntry
 
 _STATUS_STYLE = {"success": "green", "error": "red", "running": "yellow"}
 _NOT_RECORDED = "-"

@@ -24,7 +24,7 @@ RECORD_VERSION = 2
 #: byte digest recorded with it.
 HASH_BASES = ("materialised", "recomputed", "stored-bytes")
 #: A step field the reference does not have (its reader drops it): the digest of the stored
-#: bytes (``ubunye_core.byte_digest``), written only when known.
+#: bytes (``ubunye_core.materialisations.byte_digest``), written only when known.
 BYTES_HASH_FIELD = "bytes_hash"
 #: A step field the reference does not have (its reader drops it): the rows-v1 sketch
 #: (``ubunye_rows.sketch``), written only when the hash kept one.

@@ -13,7 +13,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, model_serializer
 
-from ubunye_core.record import RunRecord, StepRecord
+from ubunye_core.records.model import RunRecord, StepRecord
 
 Verdict = Literal["changed", "unchanged", "unknown", "not comparable"]
 

@@ -28,7 +28,7 @@ from openlineage.client.facet_v2 import (
 from openlineage.client.transport.noop import NoopConfig, NoopTransport
 from openlineage.client.uuid import generate_static_uuid
 
-from ubunye_core.record import RunRecord, StepRecord
+from ubunye_core.records.model import RunRecord, StepRecord
 
 log = logging.getLogger(__name__)
 

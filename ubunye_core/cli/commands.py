@@ -23,7 +23,7 @@ from typing import Any
 import click
 from upath import UPath
 
-from ubunye_core.cli_render import (
+from ubunye_core.cli.render import (
     TerminalProgress,
     compare_table,
     drift_document,
@@ -37,11 +37,20 @@ from ubunye_core.cli_render import (
     write_json_list,
     write_search_lines,
 )
-from ubunye_core.compare import compare
-from ubunye_core.drift import DEFAULT_FLAG_REASONS, DRIFT_REASONS, judge_records, partition_of
-from ubunye_core.record import RunRecord
-from ubunye_core.row_report import ReportError, output_step
-from ubunye_core.staging import DEFAULT_STALE_AFTER, dead_staging_entries, remove_dead_staging
+from ubunye_core.diff.report import ReportError, output_step
+from ubunye_core.materialisations.staging import (
+    DEFAULT_STALE_AFTER,
+    dead_staging_entries,
+    remove_dead_staging,
+)
+from ubunye_core.records.compare import compare
+from ubunye_core.records.drift import (
+    DEFAULT_FLAG_REASONS,
+    DRIFT_REASONS,
+    judge_records,
+    partition_of,
+)
+from ubunye_core.records.model import RunRecord
 from ubunye_core.store import (
     LINEAGE_SUBDIR,
     LineageStore,
@@ -408,7 +417,7 @@ def diff_command(
 ) -> int:
     """Which rows changed between two runs of an asset (or two stored PATH_A PATH_B): rows
     removed and added, or with --key rows changed. Exit 0 equal, 1 different, 2 trouble."""
-    from ubunye_core.row_report import diff_versions, path_version, recorded_version
+    from ubunye_core.diff.report import diff_versions, path_version, recorded_version
 
     try:
         if paths and len(paths) != 2:
@@ -433,7 +442,7 @@ def diff_command(
 def digest_command(selection: Selection, output: str | None) -> None:
     """The rows-v1 digest of a whole (partitioned) asset: the newest successful run of each
     partition, combined from the run records alone."""
-    from ubunye_core.row_report import asset_digest, latest_partition_digests
+    from ubunye_core.diff.report import asset_digest, latest_partition_digests
 
     task_path = selection.task_path()
     parts = latest_partition_digests(selection.store, task_path, output)

@@ -1,0 +1,7 @@
+"""``python -m ubunye_core.cli``: the ``ubunye-dagster`` command."""
+
+import sys
+
+from ubunye_core.cli.commands import main
+
+sys.exit(main())

@@ -1,0 +1,1 @@
+"""OpenLineage run events of a finished run record (the ``openlineage`` extra)."""

@@ -1,0 +1,184 @@
+"""Where a lineage store keeps things, and what its folders hold.
+
+Layout (the reference's, so ``ubunye lineage`` reads it)::
+
+    <root>/<usecase>/<package>/<task>/<run_id>.json
+
+where ``root`` is usually ``<usecase_dir>/.ubunye/lineage``. The root is a local path, a
+``UPath`` or an fsspec URL (``s3://bucket/x``); the index lives beside the records in a writable
+local folder, else in the cache folder, keyed by the store's URL.
+"""
+
+from __future__ import annotations
+
+import os
+from os import PathLike
+from pathlib import Path
+from typing import Any, TypeVar
+
+from upath import UPath
+
+from ubunye_core.store.index import INDEX_FILE_NAME, Progress, RecordIndex, cached_index_path
+from ubunye_core.store.listing import FileEntry, instant
+from ubunye_core.store.names import check_segment, split_task_path
+
+#: Where a use case folder keeps its records.
+LINEAGE_SUBDIR = (".ubunye", "lineage")
+#: A record file's name is its run id and this suffix.
+RECORD_SUFFIX = ".json"
+
+_Store = TypeVar("_Store", bound="StoreLayout")
+
+
+def _entry_mtime(info: dict[str, Any]) -> float:
+    """Modification time from an fsspec listing entry; 0 when the filesystem gives none."""
+    for key in ("mtime", "LastModified", "last_modified", "updated", "modified", "created"):
+        value = info.get(key)
+        if value is None:
+            continue
+        if isinstance(value, (int, float)):
+            return float(value)
+        moment = instant(value)
+        if moment is not None:
+            return moment.timestamp()
+    return 0.0
+
+
+def _remote_entry(info: dict[str, Any]) -> FileEntry:
+    name = str(info["name"]).rstrip("/").rsplit("/", 1)[-1]
+    mtime = _entry_mtime(info)
+    tag = info.get("ETag") or info.get("etag") or info.get("md5Hash") or ""
+    return FileEntry(name, mtime, (mtime, info.get("size"), str(tag)))
+
+
+def _local_entry(name: str, stat: os.stat_result) -> FileEntry:
+    """A local file's entry. The change time moves on every write, rename or ``utime`` and no
+    tool can set it back, so a rewrite is seen even with the same size and modification time."""
+    return FileEntry(name, stat.st_mtime, (stat.st_mtime_ns, stat.st_size, stat.st_ctime_ns))
+
+
+class StoreLayout:
+    """A lineage store's root folder, the paths under it and the listings of its folders."""
+
+    def __init__(
+        self,
+        root: str | PathLike[str] | UPath,
+        *,
+        use_index: bool = True,
+        progress: Progress | None = None,
+    ) -> None:
+        path = UPath(root)
+        if self._is_local(path):
+            path = UPath(os.path.abspath(path.path))
+        self._root = path
+        self.use_index = use_index
+        self.progress = progress
+
+    @classmethod
+    def for_usecase_dir(
+        cls: type[_Store], usecase_dir: str | PathLike[str] | UPath, **options: Any
+    ) -> _Store:
+        """The store of a use case folder: ``<usecase_dir>/.ubunye/lineage``."""
+        return cls(UPath(usecase_dir).joinpath(*LINEAGE_SUBDIR), **options)
+
+    @property
+    def root(self) -> UPath:
+        """The folder holding ``<usecase>/<package>/<task>/<run_id>.json``."""
+        return self._root
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({str(self._root)!r})"
+
+    def task_dir(self, task_path: str) -> UPath:
+        """The folder of one task's records."""
+        return self._root.joinpath(*split_task_path(task_path))
+
+    def path_for(self, task_path: str, run_id: str) -> UPath:
+        """Where the record of ``run_id`` of ``task_path`` is (or would be) stored."""
+        check_segment(run_id, "run id")
+        file_name = check_segment(run_id + RECORD_SUFFIX, "run id file name")
+        return self.task_dir(task_path) / file_name
+
+    def index_path(self) -> Path:
+        """Where this store's index is: beside the records in a writable local folder, else in
+        the cache folder (``$UBUNYE_INDEX_CACHE_DIR`` or the user's cache), keyed by the URL."""
+        if self._is_local(self._root):
+            folder = self._root.path
+            if not os.path.exists(folder) or os.access(folder, os.W_OK | os.X_OK):
+                return Path(folder) / INDEX_FILE_NAME
+        return cached_index_path(self._store_key())
+
+    def task_paths(
+        self, usecase: str | None = None, package: str | None = None, task: str | None = None
+    ) -> list[str]:
+        """Every ``usecase/package/task`` holding a folder, narrowed by the parts given; sorted."""
+        for part, what in ((usecase, "usecase"), (package, "package"), (task, "task")):
+            if part is not None:
+                check_segment(part, what)
+        found = []
+        for use in [usecase] if usecase else self._subdirs(self._root):
+            for pkg in [package] if package else self._subdirs(self._root / use):
+                for name in self._subdirs(self._root / use / pkg):
+                    if task is None or name == task:
+                        found.append(f"{use}/{pkg}/{name}")
+        return found
+
+    @staticmethod
+    def _is_local(path: UPath) -> bool:
+        protocol = path.fs.protocol
+        protocols = (protocol,) if isinstance(protocol, str) else tuple(protocol)
+        return "file" in protocols or "local" in protocols
+
+    def _store_key(self) -> str:
+        options = self._root.storage_options
+        client = options.get("client_kwargs") or {}
+        endpoint = options.get("endpoint_url") or client.get("endpoint_url") or ""
+        return f"{self._root} {endpoint}".strip()
+
+    def _index(self) -> RecordIndex:
+        return RecordIndex(self.index_path(), self._store_key())
+
+    def _listing(self, folder: UPath) -> list[dict[str, Any]]:
+        try:
+            return list(folder.fs.ls(folder.path, detail=True))
+        except (FileNotFoundError, NotADirectoryError):
+            return []
+
+    def _subdirs(self, folder: UPath) -> list[str]:
+        names = []
+        for info in self._listing(folder):
+            if info.get("type") == "directory":
+                name = str(info["name"]).rstrip("/").rsplit("/", 1)[-1]
+                if name and name not in (".", ".."):
+                    names.append(name)
+        return sorted(names)
+
+    def _record_entries(self, folder: UPath) -> list[FileEntry]:
+        """The record files of one folder (``*.json`` files), with times and signatures."""
+        if not self._is_local(folder):
+            return [
+                _remote_entry(info)
+                for info in self._listing(folder)
+                if info.get("type") == "file" and str(info["name"]).endswith(RECORD_SUFFIX)
+            ]
+        found = []
+        try:
+            listing = os.scandir(folder.path)
+        except (FileNotFoundError, NotADirectoryError):
+            return []
+        # The hot loop of every query (one pass per record file): kept plain on purpose.
+        with listing:
+            for item in listing:
+                name = item.name
+                if name[-5:] != RECORD_SUFFIX or not item.is_file():
+                    continue
+                try:
+                    found.append(_local_entry(name, item.stat()))
+                except FileNotFoundError:
+                    continue
+        return found
+
+    def _file_entry(self, path: UPath) -> FileEntry:
+        if self._is_local(path):
+            return _local_entry(path.name, os.stat(path.path))
+        return _remote_entry(path.fs.info(path.path))

@@ -1,0 +1,81 @@
+"""Writing run records, atomically.
+
+On a local filesystem the record is written to a hidden temporary file beside its final name,
+flushed to disk, then renamed over it; on an object store it is one PUT. A crash or kill
+mid-write leaves the previous version (or nothing), never half a record, and writers in
+different processes never mix their bytes.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import sqlite3
+from contextlib import suppress
+
+from upath import UPath
+
+from ubunye_core.records.model import RunRecord
+from ubunye_core.store.index import IndexUnavailable
+from ubunye_core.store.layout import StoreLayout
+
+
+class RecordWriter(StoreLayout):
+    """Writes the store's record files (and tells the index)."""
+
+    def save(self, record: RunRecord) -> UPath:
+        """Write ``record`` atomically (replacing an earlier version of the same run); its path.
+        The index learns of it too (if that fails, the next listing reads the file)."""
+        expected = f"{record.usecase}/{record.package}/{record.task_name}"
+        if record.task_path.strip("/") != expected:
+            raise ValueError(
+                f"record task_path {record.task_path!r} does not match its usecase/package/"
+                f"task_name {expected!r}"
+            )
+        path = self.path_for(expected, record.run_id)
+        data = (record.to_json() + "\n").encode("utf-8")
+        if self._is_local(path):
+            _replace_local_file(path.path, data)
+        else:
+            with suppress(OSError, NotImplementedError):
+                path.parent.mkdir(parents=True, exist_ok=True)
+            # One PUT: an object store shows either the old object or the whole new one.
+            path.fs.pipe_file(path.path, data)
+        if self.use_index:
+            with suppress(IndexUnavailable, sqlite3.Error, OSError):
+                self._index().record_saved(expected, self._file_entry(path), record)
+        return path
+
+
+def _replace_local_file(target: str, data: bytes) -> None:
+    """Write ``data`` to a hidden file beside ``target``, flush it to disk, rename it over."""
+    folder, name = os.path.split(target)
+    os.makedirs(folder, exist_ok=True)
+    temp = os.path.join(folder, f".{name}.{os.getpid()}.{secrets.token_hex(6)}.tmp")
+    # O_EXCL: two writers never share a temporary file; 0o666 lets the umask decide, as for
+    # any new file (mkstemp would make it owner-only).
+    fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0), 0o666)
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(temp, target)
+    except BaseException:
+        with suppress(OSError):
+            os.unlink(temp)
+        raise
+    _sync_folder(folder)
+
+
+def _sync_folder(folder: str) -> None:
+    """Make the rename itself durable where the platform allows opening a folder."""
+    try:
+        fd = os.open(folder, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        with suppress(OSError):
+            os.fsync(fd)
+    finally:
+        os.close(fd)
