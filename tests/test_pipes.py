@@ -16,8 +16,8 @@ import pandas as pd
 import pytest
 
 from ubunye_core.cli import main as ubunye_dagster_cli
-from ubunye_core.drift import INPUTS_CHANGED, SAME_INPUTS
-from ubunye_core.record import RunRecord
+from ubunye_core.records.drift import INPUTS_CHANGED, SAME_INPUTS
+from ubunye_core.records.model import RunRecord
 from ubunye_core.store import LineageStore
 from ubunye_dagster import UbunyeIOManager, UbunyeResource, UnverifiedReadError
 from ubunye_dagster import metadata as keys

@@ -11,7 +11,7 @@ from typing import Any
 
 import dagster as dg
 
-from ubunye_core.record import RunRecord, StepRecord
+from ubunye_core.records.model import RunRecord, StepRecord
 from ubunye_dagster.metadata import output_metadata
 from ubunye_dagster.records import RecordPlace, close_record
 from ubunye_dagster.session import LoadedInput, StepSession, asset_record

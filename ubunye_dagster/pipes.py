@@ -22,7 +22,7 @@ from typing import Any
 
 import dagster as dg
 
-from ubunye_core.record import StepRecord
+from ubunye_core.records.model import StepRecord
 from ubunye_core.records.sketches import step_sketch
 from ubunye_dagster import dagster_internals as internals
 from ubunye_dagster.asset_receipt import ProcessEvidence, SavedOutput, save_asset_output
