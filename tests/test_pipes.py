@@ -334,6 +334,21 @@ def test_changed_rows_from_changed_inputs_are_explained(shop, instance, capsys):
     assert drift["inputs_moved"] == ["raw_orders"]
 
 
+def test_lineage_diff_names_the_row_a_pipes_job_added(shop, instance, capsys):
+    first = str(shop.root / "out" / "orders-1.parquet")
+    materialise(shop, [orders_asset(shop, target=first)], instance=instance)
+    materialise(shop, [orders_asset(shop, extra_row=True)], instance=instance)
+
+    code = ubunye_dagster_cli(
+        ["lineage", "diff", "-d", str(shop.root), "--asset", "orders", "--json"]
+    )
+    out, err = capsys.readouterr()
+    assert code == 1, err
+    report = json.loads(out)
+    assert (report["removed"], report["added"]) == (0, 1)
+    assert report["sample"]["added"][0]["id"] == 99
+
+
 # --- reads downstream ------------------------------------------------------------------------
 
 
