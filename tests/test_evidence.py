@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.metadata
+import os
 
 import pytest
 
@@ -70,6 +71,17 @@ def test_code_hash_sees_an_edit_and_a_rename(task_folder):
     assert code_hash(task_folder) not in (before, edited)
 
 
+def test_code_hash_sees_an_edit_of_the_same_size_with_its_old_modification_time(task_folder):
+    # The hash of an unchanged folder is kept for the process; an edit must still be seen.
+    target = task_folder / "a" / "b.py"
+    before = code_hash(task_folder)
+    stat = target.stat()
+    target.write_bytes(b"x = 7\n")
+    os.utime(target, ns=(stat.st_atime_ns, stat.st_mtime_ns))
+    assert target.stat().st_size == stat.st_size and target.stat().st_mtime_ns == stat.st_mtime_ns
+    assert code_hash(task_folder) == ref_evidence.code_hash(task_folder) != before
+
+
 def test_code_hash_is_none_when_there_is_no_code(tmp_path):
     write(tmp_path / "empty", {"readme.md": b"no code"})
     assert code_hash(tmp_path / "empty") is None
@@ -90,6 +102,14 @@ def test_environment_names_the_machine_and_the_result_packages():
     for name in ("ubunye-rows", "dagster", "polars", "pandas", "pyarrow"):
         assert env["packages"][name] == importlib.metadata.version(name)
     assert set(env["packages"]) <= set(RESULT_PACKAGES)
+
+
+def test_an_environment_a_caller_changes_is_not_the_next_callers():
+    first = environment()
+    first["packages"]["pandas"] = "0.0.0"
+    first["python"] = "changed"
+    assert environment()["packages"]["pandas"] == importlib.metadata.version("pandas")
+    assert environment()["python"] != "changed"
 
 
 def test_environment_keeps_everything_the_reference_records():

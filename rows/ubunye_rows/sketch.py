@@ -77,7 +77,12 @@ class Sketch:
     @classmethod
     def from_arrays(cls, schema: Iterable[Sequence[str]], totals: Any) -> Sketch:
         """A sketch from a (3, 256) array (counts, lane A sums, lane B sums) and schema pairs."""
-        rows = [tuple(int(value) & LANE_MASK for value in row) for row in totals]
+        kind = getattr(getattr(totals, "dtype", None), "kind", None)
+        if kind == "u" and totals.dtype.itemsize <= 8:
+            # Unsigned 64-bit or narrower: already in range; tolist() is one C call, not 768.
+            rows = [tuple(row) for row in totals.tolist()]
+        else:
+            rows = [tuple(int(value) & LANE_MASK for value in row) for row in totals]
         return cls(sorted_schema(schema), rows[0], rows[1], rows[2])
 
     @classmethod

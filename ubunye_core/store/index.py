@@ -16,10 +16,11 @@ import hashlib
 import os
 import sqlite3
 import sys
+import threading
 import zlib
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
-from itertools import islice
+from itertools import islice, zip_longest
 from pathlib import Path
 from typing import Any
 
@@ -134,14 +135,19 @@ class FolderState:
 
 
 def _row(
-    task_path: str, entry: FileEntry, record: RunRecord | None, error: str | None
+    task_path: str,
+    entry: FileEntry,
+    record: RunRecord | None,
+    error: str | None,
+    text: str | None = None,
 ) -> tuple[tuple, bytes | None]:
-    """The ``runs`` values and the document (UTF-8) of one file."""
+    """The ``runs`` values and the document (UTF-8) of one file; ``text`` is the record's JSON
+    when the caller has it already."""
     if record is None:
         values = (task_path, entry.name, *entry.signature, entry.mtime, UNREADABLE_RANK, None, "")
         return (*values, None, None, None, None, None, error), None
     rank, micros, tie = started_order(record.started_at)
-    document = record.to_json()
+    document = record.to_json() if text is None else text
     values = (
         task_path,
         entry.name,
@@ -231,16 +237,45 @@ class RecordIndex:
 
     def discard(self) -> None:
         """Delete the index files (the next use builds a new one)."""
+        self._drop_kept_writer()
         for suffix in ("", "-wal", "-shm", "-journal"):
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(f"{self.path}{suffix}")
 
     # --- writing ------------------------------------------------------------------------
 
-    def record_saved(self, task_path: str, entry: FileEntry, record: RunRecord) -> None:
-        """Put the record just written to ``entry`` in the index."""
-        with self._connection() as connection, _writing(connection):
-            _put(connection, [(task_path, entry, record, None)])
+    def record_saved(
+        self, task_path: str, entry: FileEntry, record: RunRecord, text: str | None = None
+    ) -> None:
+        """Put the record just written to ``entry`` (``text``: its JSON, when known) in the
+        index, through this process's kept write connection."""
+        connection = self._kept_writer()
+        try:
+            with _writing(connection):
+                _put(connection, [(task_path, entry, record, None)], texts=[text])
+        except sqlite3.Error:
+            self._drop_kept_writer()
+            raise
+
+    def _kept_writer(self) -> sqlite3.Connection:
+        """This thread's open write connection to the index file, opened again when the file
+        was replaced or deleted since (its inode changed)."""
+        kept = _kept_writers()
+        key = (str(self.path), self._store_key, os.getpid())
+        found = kept.get(key)
+        inode = _inode(self.path)
+        if found is not None and inode is not None and found[1] == inode:
+            return found[0]
+        self._drop_kept_writer()
+        connection = self._connect()
+        kept[key] = (connection, _inode(self.path))
+        return connection
+
+    def _drop_kept_writer(self) -> None:
+        found = _kept_writers().pop((str(self.path), self._store_key, os.getpid()), None)
+        if found is not None:
+            with contextlib.suppress(sqlite3.Error):
+                found[0].close()
 
     def sync(
         self,
@@ -385,6 +420,24 @@ class RecordIndex:
 
 _META_QUERY = "SELECT key, value FROM meta"
 
+#: Write connections kept open for the life of the process, per thread and index file: closing
+#: the last connection of a WAL database checkpoints it (the database file written and flushed),
+#: which every saved record paid for while connections were opened per write.
+_KEPT = threading.local()
+
+
+def _kept_writers() -> dict[tuple[str, str, int], tuple[sqlite3.Connection, int | None]]:
+    if not hasattr(_KEPT, "connections"):
+        _KEPT.connections = {}
+    return _KEPT.connections
+
+
+def _inode(path: Path) -> int | None:
+    try:
+        return os.stat(path).st_ino
+    except OSError:
+        return None
+
 
 @contextlib.contextmanager
 def _writing(connection: sqlite3.Connection) -> Iterator[None]:
@@ -420,11 +473,13 @@ def _has_meta(connection: sqlite3.Connection) -> bool:
 def _put(
     connection: sqlite3.Connection,
     rows: list[tuple[str, FileEntry, RunRecord | None, str | None]],
+    texts: Sequence[str | None] = (),
 ) -> None:
-    """Upsert rows, in a write transaction the caller holds."""
+    """Upsert rows, in a write transaction the caller holds (``texts``: records' JSON known
+    already, row for row)."""
     zdict = _dictionary(connection)
-    for task_path, entry, record, error in rows:
-        values, document = _row(task_path, entry, record, error)
+    for (task_path, entry, record, error), text in zip_longest(rows, texts[: len(rows)]):
+        values, document = _row(task_path, entry, record, error, text)
         (row_id,) = connection.execute(_UPSERT, values).fetchone()
         if document is None:
             connection.execute("DELETE FROM documents WHERE id = ?", (row_id,))

@@ -33,7 +33,8 @@ class RecordWriter(StoreLayout):
                 f"task_name {expected!r}"
             )
         path = self.path_for(expected, record.run_id)
-        data = (record.to_json() + "\n").encode("utf-8")
+        text = record.to_json()
+        data = (text + "\n").encode("utf-8")
         if self._is_local(path):
             _replace_local_file(path.path, data)
         else:
@@ -43,7 +44,7 @@ class RecordWriter(StoreLayout):
             path.fs.pipe_file(path.path, data)
         if self.use_index:
             with suppress(IndexUnavailable, sqlite3.Error, OSError):
-                self._index().record_saved(expected, self._file_entry(path), record)
+                self._index().record_saved(expected, self._file_entry(path), record, text)
         return path
 
 

@@ -185,12 +185,16 @@ def bucket_slices_lanes(
             _local.in_pool = before
 
     totals = empty_bucket_arrays()
-    if count == 1:
-        for piece in slices:
+    pieces = iter(slices)
+    head = list(itertools.islice(pieces, 2))
+    if count == 1 or len(head) < 2:
+        # One slice (a small table) is hashed on this thread: a pool would only add a thread
+        # start and a hand-over to every small asset's receipt.
+        for piece in itertools.chain(head, pieces):
             totals += work(piece)
         return totals
     with ThreadPoolExecutor(max_workers=count, thread_name_prefix="ubunye-hash") as pool:
-        for part in _bounded_map(pool, work, slices, count + 1):
+        for part in _bounded_map(pool, work, itertools.chain(head, pieces), count + 1):
             totals += part
     return totals
 
