@@ -110,6 +110,7 @@ fragment Entry on MetadataEntry {
   ... on IntMetadataEntry { intValue }
   ... on FloatMetadataEntry { floatValue }
   ... on BoolMetadataEntry { boolValue }
+  ... on MarkdownMetadataEntry { mdStr }
 }
 """
 
@@ -129,7 +130,7 @@ def free_port() -> int:
 
 def metadata_value(entry: Mapping[str, Any]) -> Any:
     """The value of one GraphQL metadata entry, whatever its type (JSON decoded)."""
-    for field in ("text", "path", "url", "intValue", "floatValue", "boolValue"):
+    for field in ("text", "path", "url", "intValue", "floatValue", "boolValue", "mdStr"):
         if field in entry:
             return entry[field]
     if "jsonString" in entry:

@@ -7,8 +7,6 @@ from __future__ import annotations
 
 import dagster as dg
 import pandas as pd
-from dagster._core.definitions.assets.graph.asset_graph import AssetNode
-from dagster._core.definitions.assets.job.asset_layer import AssetLayer
 from dagster._core.execution.context.system import StepExecutionContext
 
 from ubunye_dagster import dagster_internals as internals
@@ -54,16 +52,58 @@ def costs(prices: pd.DataFrame) -> pd.DataFrame:
 
 
 def test_the_asset_layer_and_its_nodes_still_have_what_the_glue_reads():
-    for name in ("get", "has", "get_asset_key_for_node_output", "get_asset_key_for_node_input"):
-        assert callable(getattr(AssetLayer, name)), name
+    for name in ("get", "has"):
+        assert callable(getattr(internals.AssetLayer, name)), name
     job = dg.Definitions(assets=[prices, costs]).resolve_implicit_global_asset_job_def()
     node = job.asset_layer.get(dg.AssetKey("costs"))
-    assert isinstance(node, AssetNode)
+    assert isinstance(node, internals.AssetNode)
     assert (node.group_name, node.code_version, dict(node.metadata)) == ("money", "2", {"a": 1})
     assert node.partitions_def is None and node.io_manager_key == "io_manager"
     assert set(node.parent_keys) == {dg.AssetKey("prices")}
     assert hasattr(dg.OpDefinition, "compute_fn")
     assert callable(dg.AssetsDefinition.get_io_manager_key_for_asset_key)
+
+
+def test_the_classes_imported_from_either_dagster_layout_are_the_ones_dagster_uses():
+    # Dagster 1.11 moved AssetLayer, AssetNode and the check evaluation's target data one
+    # package down (assets/job, assets/graph, asset_checks); dagster_internals imports either.
+    job = dg.Definitions(assets=[prices, costs]).resolve_implicit_global_asset_job_def()
+    assert type(job.asset_layer) is internals.AssetLayer
+    assert type(job.asset_layer.get(dg.AssetKey("costs"))) is internals.AssetNode
+    target = internals.AssetCheckEvaluationTargetMaterializationData(
+        storage_id=7, run_id="a-run", timestamp=1.5
+    )
+    evaluation = dg.AssetCheckEvaluation(
+        asset_key=dg.AssetKey("costs"),
+        check_name="c",
+        passed=True,
+        target_materialization_data=target,
+    )
+    assert evaluation.target_materialization_data == target
+    assert (target.storage_id, target.run_id, target.timestamp) == (7, "a-run", 1.5)
+
+
+def test_the_asset_layer_still_names_the_asset_of_each_op_input_and_output():
+    # Dagster 1.11 renamed AssetLayer.asset_key_for_output/_input (1.10) to
+    # get_asset_key_for_node_output/_input; the glue calls whichever this Dagster has.
+    captured = {}
+
+    class Spy(dg.ConfigurableIOManager):
+        def handle_output(self, context, obj):
+            if context.asset_key == dg.AssetKey("costs"):
+                captured["step_context"] = context.step_context
+
+        def load_input(self, context):
+            return pd.DataFrame({"price": [1]})
+
+    assert dg.materialize([prices, costs], resources={"io_manager": Spy()}).success
+
+    step_context = captured["step_context"]
+    layer, handle = step_context.job_def.asset_layer, step_context.node_handle
+    assert internals.asset_key_for_node_output(layer, handle, "result") == dg.AssetKey("costs")
+    assert internals.asset_key_for_node_input(layer, handle, "prices") == dg.AssetKey("prices")
+    assert internals.asset_key_for_node_input(layer, handle, "no_such_input") is None
+    assert internals.step_asset_outputs(step_context) == [("result", dg.AssetKey("costs"))]
 
 
 def test_a_failing_step_still_hands_its_exception_to_the_step_context(tmp_path):
@@ -162,3 +202,24 @@ def test_a_check_evaluation_logged_from_an_io_manager_is_kept_when_the_step_then
     (logged,) = [r.event_log_entry.dagster_event.asset_check_evaluation_data for r in records]
     assert (logged.check_name, logged.passed) == ("price_positive", False)
     assert not result.success
+
+
+def test_a_copy_of_a_definitions_with_other_assets_keeps_everything_else():
+    sensor = dg.SensorDefinition(name="watch", evaluation_fn=lambda _context: None)
+    job = dg.define_asset_job("prices_job", selection=["prices"])
+    defs = dg.Definitions(
+        assets=[prices],
+        sensors=[sensor],
+        jobs=[job],
+        resources={"io_manager": dg.InMemoryIOManager()},
+        executor=dg.in_process_executor,
+        metadata={"team": "money"},
+    )
+
+    copied = internals.definitions_with_assets(defs, [prices, costs])
+
+    assert list(copied.assets) == [prices, costs]
+    assert list(copied.sensors) == [sensor] and list(copied.jobs) == [job]
+    assert copied.resources == defs.resources and copied.executor is defs.executor
+    assert copied.metadata == defs.metadata
+    assert list(defs.assets) == [prices]

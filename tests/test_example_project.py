@@ -56,7 +56,7 @@ def pandas_and_polars_run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[
 
 def test_the_definitions_load() -> None:
     dg.Definitions.validate_loadable(defs)
-    keys = {key.to_user_string() for key in defs.resolve_all_asset_keys()}
+    keys = {spec.key.to_user_string() for spec in defs.resolve_all_asset_specs()}
     assert keys == set(ASSET_GROUPS)
     assert defs.resolve_job_def(MAIN_JOB) is not None
     assert defs.resolve_job_def(DAILY_JOB) is not None

@@ -27,7 +27,7 @@ SPELLINGS = {
     ),
     "json nested": (
         '{"db": {"credentials": {"api_key": "k-123"}}, "retries": 3}',
-        '{"db": {"credentials": {"api_key": "***"}}, "retries": 3}',
+        '{"db": {"credentials": ***}, "retries": 3}',
     ),
     "json escaped quote": ('{"token": "a\\"b", "x": 1}', '{"token": "***", "x": 1}'),
     "python repr": (
@@ -104,8 +104,74 @@ SPELLINGS = {
 }
 
 
+#: A mapping or list under a secret-looking name, in JSON and in Python repr, holding more
+#: mappings or lists 1 and 3 deep: the whole value becomes ``***`` and the text around it is kept.
+NESTED_SECRET_VALUES = {
+    "repr mapping, depth 1 (the database config)": (
+        "cannot reach the database with {'host': 'db.example.internal', "
+        "'auth': {'user': 'app', 'api-token': 't-1'}}, giving up",
+        "cannot reach the database with {'host': 'db.example.internal', 'auth': ***}, giving up",
+    ),
+    "json mapping, depth 1": (
+        '{"host": "db", "auth": {"user": "app", "token": "t-1"}, "port": 5432} refused',
+        '{"host": "db", "auth": ***, "port": 5432} refused',
+    ),
+    "repr mapping, depth 3": (
+        "{'auth': {'oauth': {'client': {'id': 'c', 'secret': 's'}}}, 'port': 5432} failed",
+        "{'auth': ***, 'port': 5432} failed",
+    ),
+    "json mapping, depth 3": (
+        '{"credentials": {"a": {"b": {"c": "x"}}}, "retries": [1, 2]}',
+        '{"credentials": ***, "retries": [1, 2]}',
+    ),
+    "json list, depth 1": (
+        '{"api_keys": ["k1", "k2"], "region": "eu"}',
+        '{"api_keys": ***, "region": "eu"}',
+    ),
+    "repr list, depth 1": (
+        "Client(tokens=['t1', 't2'], region='eu') rejected",
+        "Client(tokens=***, region='eu') rejected",
+    ),
+    "repr list of mappings, depth 3": (
+        "sources=[{'name': 'api', 'credentials': [{'user': 'u', 'scopes': ['read']}]}] retry",
+        "sources=[{'name': 'api', 'credentials': ***}] retry",
+    ),
+    "json list of lists, depth 3": (
+        '{"secret": [[["a"]], ["b"]], "ok": true}',
+        '{"secret": ***, "ok": true}',
+    ),
+    "secret name 3 deep in ordinary mappings": (
+        '{"a": {"b": {"c": {"password": {"v": "x"}}}}, "n": 1}',
+        '{"a": {"b": {"c": {"password": ***}}}, "n": 1}',
+    ),
+    "keyword argument holding a mapping": (
+        "Conn(host='db', auth={'user': 'app', 'pwd': 'x'}, port=5)",
+        "Conn(host='db', auth=***, port=5)",
+    ),
+    "brackets inside quoted text of the value": (
+        '{"token": {"v": "a}]b{["}, "x": 1}',
+        '{"token": ***, "x": 1}',
+    ),
+    "a value cut off before it closes": (
+        "{'auth': {'user': 'app', 'pass",
+        "{'auth': ***",
+    ),
+    "ordinary nested values are kept": (
+        "{'db': {'host': 'h', 'ports': [1, 2]}, 'mode': 'ro'}",
+        "{'db': {'host': 'h', 'ports': [1, 2]}, 'mode': 'ro'}",
+    ),
+}
+
+
 @pytest.mark.parametrize(("said", "kept"), list(SPELLINGS.values()), ids=list(SPELLINGS))
 def test_a_secret_in_an_error_message_is_masked_and_the_rest_is_kept(said, kept):
+    assert mask_text(said) == kept
+
+
+@pytest.mark.parametrize(
+    ("said", "kept"), list(NESTED_SECRET_VALUES.values()), ids=list(NESTED_SECRET_VALUES)
+)
+def test_a_nested_value_under_a_secret_name_is_masked_whole_with_brackets_balanced(said, kept):
     assert mask_text(said) == kept
 
 

@@ -723,7 +723,10 @@ def test_under_the_sensor_daemon_the_flag_shows_in_the_ui_and_the_cursor_is_kept
     # Dagster's own daemon iteration and GraphQL schema (internal APIs): the tick's asset events
     # reach the event log, the cursor is stored, and the UI's queries show check and tag.
     graphql = pytest.importorskip("dagster_graphql.test.utils")
-    from dagster._core.remote_origin import InProcessCodeLocationOrigin
+    try:  # Dagster 1.11 and later
+        from dagster._core.remote_origin import InProcessCodeLocationOrigin
+    except ModuleNotFoundError:  # Dagster 1.10
+        from dagster._core.remote_representation.origin import InProcessCodeLocationOrigin
     from dagster._core.test_utils import create_test_daemon_workspace_context
     from dagster._core.types.loadable_target_origin import LoadableTargetOrigin
     from dagster._core.workspace.load_target import InProcessWorkspaceLoadTarget

@@ -556,3 +556,98 @@ def test_rows_that_cannot_be_read_leave_no_data_hash(spark: Any) -> None:
     fp = fingerprint(df)
     assert (fp.data_hash, fp.row_count) == (None, None)
     assert fp.error is not None and "this row cannot be read" in fp.error
+
+
+# ---------------------------------------------------------------- the ends of the timestamp range
+
+#: A zone west of UTC (Sao Paulo) and one east of it (Tokyo), with daylight saving in the past
+#: and a local mean time before 1900, so a shifted or lost offset shows at both ends.
+ZONES_WEST_AND_EAST = ["America/Sao_Paulo", "Asia/Tokyo"]
+YEAR_1 = dt.datetime(1, 1, 1)
+YEAR_9999 = dt.datetime(9999, 12, 31, 23, 59, 59, 999999)
+
+
+def range_ends() -> pa.Table:
+    """Year 1 and year 9999 without a zone, in UTC, and in zones whose UTC instant lies in
+    the year 0 or 10000 (which Spark holds and writes)."""
+
+    def aware(zone: str) -> pa.Array:
+        micros = [int((v - dt.datetime(1970, 1, 1)).total_seconds()) * 10**6 for v in (YEAR_1,)]
+        micros += [253_402_300_799_999_999]
+        # The wall times year 1 and year 9999 at +14 and -11 hours, as UTC instants.
+        shift = {"Pacific/Kiritimati": -14, "Pacific/Pago_Pago": 11}[zone] * 3_600_000_000
+        return pa.array([m + shift for m in micros] + [None], pa.timestamp("us", tz=zone))
+
+    return pa.table(
+        {
+            "wall": pa.array([YEAR_1, YEAR_9999, None], pa.timestamp("us")),
+            "utc": pa.array(
+                [v.replace(tzinfo=dt.timezone.utc) for v in (YEAR_1, YEAR_9999)] + [None],
+                pa.timestamp("us", tz="UTC"),
+            ),
+            "east": aware("Pacific/Kiritimati"),
+            "west": aware("Pacific/Pago_Pago"),
+        }
+    )
+
+
+@pytest.mark.parametrize("zone", ZONES_WEST_AND_EAST)
+def test_the_ends_of_the_timestamp_range_give_the_pandas_and_arrow_digest_in_any_session_zone(
+    spark: Any, zone: str, line_engine: str
+) -> None:
+    from ubunye.adapters.spark.content_hash import fingerprint_spark as reference_spark
+
+    from ubunye_core import fingerprint
+
+    table = range_ends()
+    expected = arrow_digest(table)
+    assert expected[1] is not None
+    # pandas has no wall-time type (a naive datetime is read as UTC), so it gets the zoned ones.
+    zoned = table.drop_columns(["wall"])
+    assert digest_of(fingerprint(zoned.to_pandas())) == arrow_digest(zoned), "our pandas digest"
+    with session_conf(spark, "spark.sql.session.timeZone", zone):
+        df = spark_frame(spark, table)
+        assert digest_of(fingerprint_spark(df)) == expected
+        assert digest_of(reference_spark(df)) == expected, "reference Spark digest"
+
+
+@pytest.mark.parametrize("zone", ZONES_WEST_AND_EAST)
+def test_naive_range_ends_spark_reads_as_session_time_hash_as_their_instants(
+    spark: Any, zone: str, line_engine: str
+) -> None:
+    # Spark infers a naive Arrow timestamp as wall time in the session zone: 9999-12-31 in Sao
+    # Paulo is an instant in the year 10000, year 1 in Tokyo one in the year 0.
+    from zoneinfo import ZoneInfo
+
+    naive = pa.table({"at": pa.array([YEAR_1, YEAR_9999, None], pa.timestamp("us"))})
+    epoch = dt.datetime(1970, 1, 1)
+    instants = [
+        (v - epoch) // dt.timedelta(microseconds=1)
+        - v.replace(tzinfo=ZoneInfo(zone)).utcoffset() // dt.timedelta(microseconds=1)
+        for v in (YEAR_1, YEAR_9999)
+    ]
+    expected = arrow_digest(
+        pa.table({"at": pa.array([*instants, None], pa.timestamp("us", "UTC"))})
+    )
+    with session_conf(spark, "spark.sql.session.timeZone", zone):
+        df = spark.createDataFrame(naive)
+        assert df.schema["at"].dataType.typeName() == "timestamp"
+        assert digest_of(fingerprint_spark(df)) == expected
+
+
+def test_a_value_the_workers_cannot_write_is_hashed_by_spark_itself(
+    spark: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A date past 9999 exists in Spark, but the Arrow path writes dates of the years 1 to 9999.
+    from ubunye.adapters.spark.content_hash import fingerprint_spark as reference_spark
+
+    from ubunye_core import fingerprint
+
+    df = spark.sql("SELECT id, date_add(DATE'9999-12-31', CAST(id AS INT)) AS day FROM range(3)")
+    monkeypatch.setenv(spark_hashing.SPARK_ENGINE_ENV, "arrow")
+    with pytest.raises(Exception, match="WorkerCannotWriteLine"):
+        fingerprint_spark(df)
+    monkeypatch.setenv(spark_hashing.SPARK_ENGINE_ENV, "auto")
+    fp = fingerprint(df)
+    assert fp.error is None and fp.row_count == 3
+    assert digest_of(fp) == digest_of(reference_spark(df))

@@ -10,6 +10,7 @@ from ubunye_core.records.drift import (
     SAME_INPUTS,
     SOURCE_EXPLANATION,
 )
+from ubunye_dagster.adoption import ReceiptSettings, with_ubunye
 from ubunye_dagster.error_records import with_error_records
 from ubunye_dagster.expectation_checks import build_expectation_checks
 from ubunye_dagster.expectations import (
@@ -42,6 +43,7 @@ __all__ = [
     "PipesReceipts",
     "Receipt",
     "ReceiptIOManager",
+    "ReceiptSettings",
     "UbunyeIOManager",
     "UbunyeResource",
     "UnverifiedReadError",
@@ -51,4 +53,5 @@ __all__ = [
     "validate_declared_expectations",
     "with_error_records",
     "with_receipts",
+    "with_ubunye",
 ]

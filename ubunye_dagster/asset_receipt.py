@@ -15,6 +15,7 @@ from ubunye_core.records.model import RunRecord, StepRecord
 from ubunye_dagster.metadata import output_metadata
 from ubunye_dagster.records import RecordPlace, close_record
 from ubunye_dagster.session import LoadedInput, StepSession, asset_record
+from ubunye_dagster.summary import summary_metadata
 
 
 @dataclass(frozen=True)
@@ -90,10 +91,32 @@ def save_asset_output(
         # An error record is final; a success one still turns ``error`` if the step fails later.
         open_record.closed = error is not None
         path = open_record.save()
-    metadata = {}
-    if output is not None:
-        metadata = output_metadata(
-            record, output, record_path=path, input_asset_keys=keys,
-            schema_pairs=schema_pairs, partition_key=partition_key,
-        )  # fmt: skip
+    if output is None:
+        return SavedOutput(record=record, path=path)
+    metadata = receipt_metadata(
+        context, asset_key, partition_key, record, output, path, keys, schema_pairs
+    )
     return SavedOutput(record=record, path=path, metadata=metadata)
+
+
+def receipt_metadata(
+    context: dg.AssetExecutionContext,
+    asset_key: dg.AssetKey,
+    partition_key: str | None,
+    record: RunRecord,
+    output: StepRecord,
+    path: str,
+    keys: dict[str, str | None],
+    schema_pairs: Sequence[tuple[str, str]] | None,
+) -> dict[str, Any]:
+    """The materialisation's metadata: the summary first (the entry people read), then the
+    receipt's entries, as the IO manager writes them."""
+    summary = summary_metadata(
+        context.instance, asset_key, partition_key, record, output,
+        record_path=path, input_asset_keys=keys,
+    )  # fmt: skip
+    entries = output_metadata(
+        record, output, record_path=path, input_asset_keys=keys,
+        schema_pairs=schema_pairs, partition_key=partition_key,
+    )  # fmt: skip
+    return {**summary, **entries}

@@ -8,21 +8,31 @@ What a read gives back is plain (a :class:`~ubunye_dagster.records.Subject`, key
 from __future__ import annotations
 
 import inspect
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import dagster as dg
-from dagster._core.definitions.asset_checks.asset_check_evaluation import (
-    AssetCheckEvaluationTargetMaterializationData,
-)
-from dagster._core.definitions.assets.graph.asset_graph import AssetNode
 from dagster._core.definitions.data_version import CODE_VERSION_TAG, INPUT_DATA_VERSION_TAG_PREFIX
 from dagster._core.definitions.unresolved_asset_job_definition import (
     UnresolvedAssetJobDefinition,
 )
 from dagster._core.execution.context.system import StepExecutionContext
+from dagster._record import replace as replace_record
+
+try:  # Dagster 1.11 and later
+    from dagster._core.definitions.asset_checks.asset_check_evaluation import (
+        AssetCheckEvaluationTargetMaterializationData,
+    )
+    from dagster._core.definitions.assets.graph.asset_graph import AssetNode
+    from dagster._core.definitions.assets.job.asset_layer import AssetLayer
+except ImportError:  # Dagster 1.10 keeps the three one package up
+    from dagster._core.definitions.asset_check_evaluation import (
+        AssetCheckEvaluationTargetMaterializationData,
+    )
+    from dagster._core.definitions.asset_graph import AssetNode
+    from dagster._core.definitions.asset_layer import AssetLayer
 
 from ubunye_core.store import encode_name
 from ubunye_dagster.identity import package_for_group
@@ -36,9 +46,39 @@ __all__ = [
     "CODE_VERSION_TAG",
     "INPUT_DATA_VERSION_TAG_PREFIX",
     "AssetCheckEvaluationTargetMaterializationData",
+    "AssetLayer",
+    "AssetNode",
     "StepExecutionContext",
     "UnresolvedAssetJobDefinition",
 ]
+
+
+def _layer_method(name: str, name_in_1_10: str) -> Callable[..., dg.AssetKey | None]:
+    """``AssetLayer.<name>``, or its Dagster 1.10 name; an ImportError naming both if neither."""
+    method = getattr(AssetLayer, name, None) or getattr(AssetLayer, name_in_1_10, None)
+    if method is None:
+        raise ImportError(f"Dagster {dg.__version__}'s AssetLayer has no {name} ({name_in_1_10})")
+    return method
+
+
+# Dagster 1.11 renamed AssetLayer.asset_key_for_output/_input to get_asset_key_for_node_output/
+# _input; either one is called as (layer, node handle, output or input name) -> key or None.
+_LAYER_KEY_FOR_OUTPUT = _layer_method("get_asset_key_for_node_output", "asset_key_for_output")
+_LAYER_KEY_FOR_INPUT = _layer_method("get_asset_key_for_node_input", "asset_key_for_input")
+
+
+def asset_key_for_node_output(
+    layer: AssetLayer, node_handle: Any, output_name: str
+) -> dg.AssetKey | None:
+    """The asset key an op's output materialises in the job's asset layer, or None."""
+    return _LAYER_KEY_FOR_OUTPUT(layer, node_handle, output_name)
+
+
+def asset_key_for_node_input(
+    layer: AssetLayer, node_handle: Any, input_name: str
+) -> dg.AssetKey | None:
+    """The asset key an op's input loads in the job's asset layer, or None."""
+    return _LAYER_KEY_FOR_INPUT(layer, node_handle, input_name)
 
 
 @dataclass(frozen=True)
@@ -266,7 +306,7 @@ def inputs_of_other_io_managers(
     for input_def in input_defs:
         if input_def.name in loaded or input_def.dagster_type.is_nothing:
             continue
-        upstream = layer.get_asset_key_for_node_input(node_handle, input_def.name)
+        upstream = asset_key_for_node_input(layer, node_handle, input_def.name)
         upstream_text = "/".join(upstream.path) if upstream is not None else None
         if parents is not None and upstream_text is not None and upstream_text not in parents:
             continue  # an input of another asset of the same multi-asset
@@ -283,7 +323,7 @@ def step_asset_outputs(step_context: StepExecutionContext) -> list[tuple[str, dg
     selected = step_context.get_output_asset_keys()
     found = []
     for step_output in step_context.step.step_outputs:
-        key = layer.get_asset_key_for_node_output(step_context.node_handle, step_output.name)
+        key = asset_key_for_node_output(layer, step_context.node_handle, step_output.name)
         if key is not None and key in selected:
             found.append((step_output.name, key))
     return found
@@ -369,3 +409,9 @@ def report_check_evaluations(
             DagsterEvent.asset_check_evaluation(step_context, evaluation)
             logged += 1
     return logged
+
+
+def definitions_with_assets(defs: dg.Definitions, assets: list[Any]) -> dg.Definitions:
+    """The same Definitions (resources, jobs, sensors, executor, metadata, ...) with ``assets``
+    instead of its own (Dagster offers no public copy of a Definitions with its assets changed)."""
+    return replace_record(defs, assets=assets)

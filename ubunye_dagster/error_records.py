@@ -10,34 +10,42 @@ that ran the step, under ``dg.materialize``, the in-process and multiprocess exe
 
 from __future__ import annotations
 
-import time
 from collections.abc import Iterable
 from typing import TypeVar
 
 import dagster as dg
 
 from ubunye_dagster import dagster_internals as internals
+from ubunye_dagster.early_failures import save_error_records
 from ubunye_dagster.io_manager import UbunyeIOManager
-from ubunye_dagster.records import RecordPlace, close_record
+from ubunye_dagster.records import RecordPlace
 from ubunye_dagster.resource import UbunyeResource
-from ubunye_dagster.session import StepSession, session_of
 
 Definition = TypeVar("Definition")
+
+#: The failure hook's name: this prefix and the asset definition's node name.
+HOOK_PREFIX = "ubunye_error_record__"
 
 
 def with_error_records(definitions: Iterable[Definition]) -> list[Definition]:
     """The same asset definitions, each executable one with the failure hook that saves an
     ``error`` record when its step fails before touching the IO manager (specs, source assets
     and checks pass through unchanged)."""
-    return [
-        _with_failure_hook(d) if isinstance(d, dg.AssetsDefinition) and d.is_executable else d
-        for d in definitions
-    ]
+    return [_with_failure_hook(d) if _needs_hook(d) else d for d in definitions]
+
+
+def _needs_hook(definition: object) -> bool:
+    """An executable asset definition without the hook yet (applying it twice changes nothing)."""
+    return (
+        isinstance(definition, dg.AssetsDefinition)
+        and definition.is_executable
+        and not any(hook.name.startswith(HOOK_PREFIX) for hook in definition.hook_defs)
+    )
 
 
 def _with_failure_hook(assets_def: dg.AssetsDefinition) -> dg.AssetsDefinition:
     @dg.failure_hook(
-        name=f"ubunye_error_record__{assets_def.node_def.name}",
+        name=f"{HOOK_PREFIX}{assets_def.node_def.name}",
         required_resource_keys=set(assets_def.required_resource_keys),
     )
     def record_the_failure(context: dg.HookContext) -> None:
@@ -62,43 +70,14 @@ def place_of(
 
 
 def record_step_failure(context: dg.HookContext, assets_def: dg.AssetsDefinition) -> list[str]:
-    """Save an ``error`` record for each asset the failed step was to materialise and has no
-    record of yet: the user's exception (masked), the step's start, end and transform timing.
-    Returns the paths saved; records the step opened are closed at resource teardown."""
-    instance, run_id, step_key = context.instance, context.run_id, context.step_key
-    run = instance.get_run_by_id(run_id)
-    started, ended = internals.step_times(instance, run_id, step_key)
-    session = session_of(run_id, step_key) or StepSession(
-        run_id, step_key, started_epoch=started or time.time()
+    """Save an ``error`` record, with the user's exception, for each asset the failed step was to
+    materialise and has no record of yet; returns the paths saved."""
+    return save_error_records(
+        context.instance,
+        context.run_id,
+        context.step_key,
+        assets_def,
+        place_for=lambda key: place_of(context, assets_def, key),
+        op_config=context.op_config,
+        error=context.op_exception,
     )
-    saved: list[str] = []
-    for key, partition_key in internals.planned_assets(instance, run_id, step_key):
-        place = place_of(context, assets_def, key) if key in assets_def.keys else None
-        if run is None or place is None:
-            continue
-        facts = internals.AssetFacts.of_definition(assets_def, key)
-        if facts.partitions_def is not None and partition_key is None:
-            continue  # a range of partitions in one run: refused when written, nothing to keep
-        subject = internals.asset_subject(
-            run=run,
-            step_key=step_key,
-            asset_key=key,
-            facts=facts,
-            partition_key=partition_key,
-            op_def=assets_def.op,
-            op_config=context.op_config,
-        )
-        if session.has_record(subject, place):
-            continue  # the step opened this record: closed at resource teardown
-        open_record = session.record(subject, place, output_name=None)
-        open_record.closed = True
-        if open_record.saved():
-            continue  # recorded already in this run
-        session.fill(
-            open_record,
-            session.inputs_of(None),
-            extra_timings=[session.transform_timing(assets_def.op.name, until=ended)],
-        )
-        close_record(open_record.record, "error", context.op_exception, ended_epoch=ended)
-        saved.append(open_record.save())
-    return saved

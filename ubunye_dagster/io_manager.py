@@ -25,6 +25,7 @@ from ubunye_core.records.model import StepRecord
 from ubunye_core.records.sketches import combined_input_step
 from ubunye_core.store import encode_name
 from ubunye_dagster import dagster_internals as internals
+from ubunye_dagster.early_failures import record_early_failures
 from ubunye_dagster.expectation_checks import evaluation_metadata
 from ubunye_dagster.expectations import (
     ExpectationFailed,
@@ -62,6 +63,7 @@ from ubunye_dagster.session import (
     save_running_records,
 )
 from ubunye_dagster.strict_fields import refuse_unknown_fields
+from ubunye_dagster.summary import summary_metadata
 from ubunye_rows.hashing import Fingerprint
 
 EXTENSION = ".parquet"
@@ -210,10 +212,14 @@ class UbunyeIOManager(dg.ConfigurableIOManager):
 
         Dagster tears resources down whether or not a step failed (once per run in-process, once
         per step in a step's own process), and never calls ``handle_output`` after a failure. A
-        step that fails before touching the IO manager is recorded by ``with_error_records``.
+        step that fails before touching the IO manager is recorded by ``with_error_records``, or
+        here when its asset definition is watched (``watch_early_failures``: the component).
         """
         if context.run is not None:
             close_run(context.run.run_id)
+            record_early_failures(
+                context.instance, context.run, self.resource, self.resource.model_dump_json()
+            )
 
     # --- write -----------------------------------------------------------------------------
 
@@ -289,6 +295,19 @@ class UbunyeIOManager(dg.ConfigurableIOManager):
             partition_key=target.partition_key,
             expectation_results=write.results,
         )
+        if context.has_asset_key:  # the summary first: the entry people read
+            metadata = {
+                **summary_metadata(
+                    internals.instance_of(context.step_context),
+                    context.asset_key,
+                    target.partition_key,
+                    target.open_record.record,
+                    write.output_step(),
+                    record_path=record_path,
+                    input_asset_keys=input_asset_keys,
+                ),
+                **metadata,
+            }
         # Keys the storage already stated (a wrapped IO manager's row count) keep its value.
         logged = context.get_logged_metadata()
         context.add_output_metadata({k: v for k, v in metadata.items() if k not in logged})

@@ -83,8 +83,15 @@ _AUTH_SCHEME = re.compile(r"(?P<head>\b(?:Bearer|Basic)\s+)(?P<secret>[A-Za-z0-9
 #: ``"name": "value"`` (JSON) and ``'name': 'value'`` (Python repr); the value may be unquoted.
 _QUOTED_PAIR = re.compile(
     r"(?P<nq>[\"'])(?P<name>[^\"'\n]{1,100})(?P=nq)(?P<sep>\s*:\s*)"
-    r"(?:(?P<vq>[\"'])(?P<quoted>(?:\\.|(?!(?P=vq))[^\\\n])*)(?P=vq)|(?P<bare>[^\s,}\]]+))"
+    # A bare value never opens a mapping or list: those are masked whole, or read pair by pair.
+    r"(?:(?P<vq>[\"'])(?P<quoted>(?:\\.|(?!(?P=vq))[^\\\n])*)(?P=vq)|(?P<bare>[^\s,}\]{\[][^\s,}\]]*))"
 )
+#: A name (quoted, or a bare word) and its separator, followed by a mapping or a list.
+_NESTED_VALUE = re.compile(
+    r"(?:(?P<nq>[\"'])(?P<quoted>[^\"'\n]{1,100})(?P=nq)|(?<![\w.-])(?P<bare>[\w.-]{1,100}))"
+    r"\s*[:=]\s*(?=[{\[(])"
+)
+_CLOSING = {"{": "}", "[": "]", "(": ")"}
 #: Where a secret-looking name can start: only such names are looked at, so a pair of ordinary
 #: words never swallows the name that follows them.
 _NAME_HINT = (
@@ -139,6 +146,7 @@ def mask_text(text: str) -> str:
     text = _URL_PASSWORD.sub(lambda m: m.group("head") + MASK, text)
     text = _AUTH_HEADER.sub(lambda m: m.group("head") + MASK, text)
     text = _AUTH_SCHEME.sub(lambda m: m.group("head") + MASK, text)
+    text = _masked_nested_values(text)
     text = _QUOTED_PAIR.sub(_masked_pair, text)
     text = _ASSIGNED.sub(_masked_assignment, text)
     text = _SPACED.sub(_masked_assignment, text)
@@ -206,3 +214,44 @@ def _masked_assignment(match: re.Match[str]) -> str:
     if match.group("vq"):
         return name + sep + match.group("vq") + MASK + match.group("vq")
     return name + sep + MASK
+
+
+def _masked_nested_values(text: str) -> str:
+    """``text`` with the whole mapping or list under each secret-looking name replaced by
+    ``***``, its brackets and all, so what follows it is kept as written."""
+    kept: list[str] = []
+    position = 0
+    for match in _NESTED_VALUE.finditer(text):
+        if match.start() < position:
+            continue  # inside a value already masked
+        name = match.group("quoted") or match.group("bare")
+        if not is_secret_name(name) or _EXCEPTION_NAME.search(name):
+            continue
+        kept += [text[position : match.end()], MASK]
+        position = _closing_bracket_end(text, match.end())
+    return "".join(kept) + text[position:]
+
+
+def _closing_bracket_end(text: str, start: int) -> int:
+    """Where the bracketed value opening at ``start`` ends (past its closing bracket); brackets
+    inside quoted strings do not count. A value cut off before it closes runs to the end."""
+    expected: list[str] = []
+    quote = ""
+    index = start
+    while index < len(text):
+        char = text[index]
+        if quote:
+            if char == "\\":
+                index += 1
+            elif char == quote:
+                quote = ""
+        elif char in "\"'":
+            quote = char
+        elif char in _CLOSING:
+            expected.append(_CLOSING[char])
+        elif char in ")]}" and expected and char == expected[-1]:
+            expected.pop()
+            if not expected:
+                return index + 1
+        index += 1
+    return len(text)

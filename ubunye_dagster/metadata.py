@@ -42,6 +42,9 @@ PARTITION = "ubunye/partition"
 EXPECTATION_RESULTS = "ubunye/expectation_results"
 #: One line on the output's sketch (rows per bucket); the sketch itself is in the run record.
 SKETCH = "ubunye/sketch"
+#: Markdown for people: the verdict against the previous materialisation, the inputs' digests
+#: and how each was proven, where the record is (``ubunye_dagster.summary``).
+SUMMARY = "ubunye/summary"
 URI = "dagster/uri"
 #: Where rows written outside the IO manager (by an external process, through Pipes) were
 #: stored; an IO-managed asset reading the asset reads them there and verifies them.

@@ -442,9 +442,13 @@ def _pending_records(
 
 
 def _previous_record(
-    instance: dg.DagsterInstance, key: dg.AssetKey, partition: str | None, before_storage_id: int
+    instance: dg.DagsterInstance,
+    key: dg.AssetKey,
+    partition: str | None,
+    before_storage_id: int | None,
 ) -> dg.EventLogRecord | None:
-    """The newest materialisation of the same asset and partition before the storage id."""
+    """The newest materialisation of the same asset and partition before the storage id (the
+    newest of all when it is None)."""
     cursor: str | None = None
     while True:
         result = instance.fetch_materializations(
@@ -513,6 +517,24 @@ def _judge_record(
         ),
         notes=tuple(dict.fromkeys(notes)),
     )
+
+
+def judge_against_previous(
+    instance: dg.DagsterInstance,
+    key: dg.AssetKey,
+    partition: str | None,
+    current: drift.DriftEvidence,
+    *,
+    use_lineage_store: bool = True,
+) -> tuple[drift.Judgement, str | None]:
+    """``current`` (a materialisation not yet in the event log) judged against the newest one of
+    the same asset and partition, as the sensor judges; with the previous one's run id."""
+    previous = _previous_record(instance, key, partition, None)
+    if previous is None:
+        return drift.judge(current, None), None
+    settings = DriftSettings(use_lineage_store=use_lineage_store)
+    receipt = _receipt(_metadata_values(previous), _tags(previous), settings, {}, [])
+    return drift.judge(current, receipt), previous.run_id
 
 
 def _judge_latest(

@@ -233,12 +233,29 @@ def _selected(func: Callable[..., Any]) -> Callable[..., Any]:
     return command
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+class BareGroupPrintsHelp(click.Group):
+    """A command group that, run with no arguments, prints its help on stderr and exits 2.
+
+    The one place the CLI meets a click version difference: click 8.2 raises
+    ``NoArgsIsHelpError`` for a bare group, click 8.1 (which Dagster 1.10 requires) prints the
+    help on stdout and exits 0. Deciding it here gives the same answer on both.
+    """
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        """Print the help and exit 2 when ``args`` is empty; else parse as click does."""
+        if not args and not ctx.resilient_parsing:
+            # A bare group is a request for its help, not a mistake worth an error line.
+            click.echo(ctx.get_help(), err=True)
+            ctx.exit(2)
+        return super().parse_args(ctx, args)
+
+
+@click.group(cls=BareGroupPrintsHelp, context_settings={"help_option_names": ["-h", "--help"]})
 def cli() -> None:
     """ubunye-dagster: receipts of Dagster asset materialisations (Ubunye ADR 006)."""
 
 
-@cli.group()
+@cli.group(cls=BareGroupPrintsHelp)
 def lineage() -> None:
     """Inspect run records under <usecase-dir>/.ubunye/lineage."""
 
@@ -367,11 +384,15 @@ def search_command(selection: Selection, status: str | None, since: str | None) 
         prefix, status=status, since=since, task=name, with_documents=selection.as_json
     )
     # Streamed: one run at a time from the index (or the folders) to stdout.
-    out = click.get_text_stream("stdout")
     if selection.as_json:
-        write_json_list((entry.document() for entry in entries), out.write)
+        write_json_list((entry.document() for entry in entries), _write_out)
     else:
-        write_search_lines(entries, out.write, color=out.isatty())
+        write_search_lines(entries, _write_out, color=sys.stdout.isatty())
+
+
+def _write_out(text: str) -> None:
+    """Write ``text`` to stdout as it is (click's stream getters are deprecated in click 8.5)."""
+    click.echo(text, nl=False)
 
 
 def _with_store_options(func: Callable[..., Any]) -> Callable[..., Any]:
@@ -542,10 +563,6 @@ def main(argv: Sequence[str] | None = None) -> int:
             result = cli.main(args, prog_name="ubunye-dagster", standalone_mode=False)
             code = result if isinstance(result, int) else 0
         except click.exceptions.Exit as exc:
-            code = exc.exit_code
-        except click.exceptions.NoArgsIsHelpError as exc:
-            # A bare group is a request for its help, not a mistake worth an error line.
-            click.echo(exc.ctx.get_help() if exc.ctx else exc.format_message(), err=True)
             code = exc.exit_code
         except click.exceptions.Abort:
             code = _fail("aborted", as_json)

@@ -6,6 +6,7 @@ can read either tool's output; ``trace`` adds the v2 evidence beside them.
 
 from __future__ import annotations
 
+import textwrap
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
@@ -37,6 +38,10 @@ from ubunye_core.store.listing import RunEntry
 
 _STATUS_STYLE = {"success": "green", "error": "red", "running": "yellow"}
 _NOT_RECORDED = "-"
+#: Width of a trace value before it wraps (at a word boundary, under the value's first word).
+_VALUE_WIDTH = 100
+#: Width of a step detail's label (``hashed in``), so the values line up.
+_LABEL_WIDTH = 9
 
 
 def trace_document(record: RunRecord) -> dict[str, Any]:
@@ -218,13 +223,19 @@ def _step_branch(parent: Tree, step: StepRecord) -> None:
     if step.hash_reused_from:
         lines.append(("hash of", f"{step.hash_reused_from} (same frame)"))
     for label, value in lines:
-        node.add(f"{label:<9}: {value}")
+        node.add(labelled(label, value))
     if step.source_note:
-        node.add(
-            Text(
-                f"{'source':<9}: {step.source_note}", style="yellow" if step.source_changed else ""
-            )
-        )
+        node.add(labelled("source", step.source_note, "yellow" if step.source_changed else ""))
+
+
+def labelled(label: str, value: Any, style: str = "") -> Text:
+    """``label: value`` with the labels of a step lined up; a long value wraps at word
+    boundaries, each further line starting under the value's first word."""
+    head = f"{label:<{_LABEL_WIDTH}}: "
+    wrapped = textwrap.wrap(
+        str(value), _VALUE_WIDTH, break_long_words=False, break_on_hyphens=False
+    ) or [""]
+    return Text(head + ("\n" + " " * len(head)).join(wrapped), style=style)
 
 
 def _steps_branch(tree: Tree, title: str, steps: list[StepRecord]) -> None:
@@ -248,12 +259,7 @@ def _evidence_branch(tree: Tree, record: RunRecord) -> None:
         branch.add(f"{name:<{width}} : {version}")
     branch.add(f"{'environment':<{width}} : {record.environment_hash or _NOT_RECORDED}")
     if record.timings:
-        steps = tree.add(Text("TIMINGS", style="cyan"))
-        for timing in record.timings:
-            where = timing.get("input") or timing.get("output") or ""
-            seconds = timing.get("seconds")
-            shown = f"{seconds:>9.3f}s" if isinstance(seconds, (int, float)) else "        -"
-            steps.add(f"{timing.get('step', '?'):<24} {where:<20} {shown}")
+        _timings_branch(tree, record.timings)
     if record.expectations:
         checks = tree.add(Text("EXPECTATIONS", style="cyan"))
         for rule in record.expectations:
@@ -268,10 +274,28 @@ def _evidence_branch(tree: Tree, record: RunRecord) -> None:
                 node.add(str(rule["detail"]))
 
 
+def _timings_branch(tree: Tree, timings: Sequence[dict[str, Any]]) -> None:
+    """TIMINGS: one line per step (what ran, the frame it read or wrote, its seconds), the
+    columns as wide as their longest entry."""
+    rows = [
+        (str(t.get("step", "?")), str(t.get("input") or t.get("output") or ""), t.get("seconds"))
+        for t in timings
+    ]
+    step_width = max(len(step) for step, _, _ in rows)
+    where_width = max(len(where) for _, where, _ in rows)
+    branch = tree.add(Text("TIMINGS", style="cyan"))
+    for step, where, seconds in rows:
+        shown = f"{seconds:.3f}s" if isinstance(seconds, (int, float)) else "-"
+        branch.add(f"{step:<{step_width}}  {where:<{where_width}}  {shown:>10}")
+
+
 def version_text(record: RunRecord) -> str:
-    """What made the rows and its version (``asset v3``); ``-`` stands for a missing part."""
-    version = f"v{record.version}" if record.version else "-"
-    return f"{record.model or '-'} {version}"
+    """The code version of what made the rows, said in Dagster's words: ``v3 (the asset's
+    code_version)``, or that the asset sets none."""
+    maker = record.model or "step"
+    if record.version:
+        return f"{record.version} (the {maker}'s code_version)"
+    return f"not set (the {maker} has no code_version)"
 
 
 def trace_tree(record: RunRecord) -> Tree:
@@ -287,7 +311,7 @@ def trace_tree(record: RunRecord) -> Tree:
     if record.error:
         tree.add(Text(f"error: {record.error}", style="red"))
     if record.model or record.version:
-        tree.add(Text(f"version: {version_text(record)}"))
+        tree.add(Text(f"code version: {version_text(record)}"))
     _steps_branch(tree, "INPUTS", record.inputs)
     tree.add(Text("TRANSFORM", style="cyan")).add(record.task_name)
     _steps_branch(tree, "OUTPUTS", record.outputs)

@@ -19,7 +19,6 @@ from typing import Any
 PLAIN_LOW, PLAIN_HIGH = 1e-3, 1e7
 
 _EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc)
-_EPOCH_ORDINAL = dt.date(1970, 1, 1).toordinal()
 _MICROS_PER_DAY = 86_400_000_000
 
 #: Jackson's escapes: the two JSON specials, five short forms, and ``\u00XX`` (upper-case hex)
@@ -98,20 +97,45 @@ def date_text(value: dt.date) -> str:
 
 
 def micros_text(micros: int, zoned: bool) -> str:
-    """Microseconds since 1970 as ``"yyyy-MM-ddTHH:mm:ss.ffffff"``, with ``Z`` when zoned (UTC)."""
+    """Microseconds since 1970 as ``"yyyy-MM-ddTHH:mm:ss.ffffff"``, with ``Z`` when zoned (UTC).
+
+    Every value of a 64-bit timestamp is written, as Spark's ``to_json`` writes it: a year
+    outside 0 to 9999 (a zone can carry year 1 or 9999 across) gets its sign, ``+10000``.
+    """
     days, rest = divmod(micros, _MICROS_PER_DAY)
-    ordinal = _EPOCH_ORDINAL + days
-    if not 1 <= ordinal <= dt.date.max.toordinal():
-        raise ValueError(f"timestamp {micros} us since 1970 is outside the years 1 to 9999")
-    day = dt.date.fromordinal(ordinal)
+    year, month, day = _civil_date(days)
     seconds, fraction = divmod(rest, 1_000_000)
     hours, seconds = divmod(seconds, 3600)
     minutes, seconds = divmod(seconds, 60)
     text = (
-        f"{day.year:04d}-{day.month:02d}-{day.day:02d}"
+        f"{_iso_year(year)}-{month:02d}-{day:02d}"
         f"T{hours:02d}:{minutes:02d}:{seconds:02d}.{fraction:06d}"
     )
     return f'"{text}Z"' if zoned else f'"{text}"'
+
+
+def _iso_year(year: int) -> str:
+    """A proleptic Gregorian year as java.time writes it: four digits, a sign past them."""
+    if 0 <= year <= 9999:
+        return f"{year:04d}"
+    return f"+{year}" if year > 0 else f"-{-year:04d}"
+
+
+def _civil_date(days: int) -> tuple[int, int, int]:
+    """(year, month, day) of a day number since 1970-01-01 in the proleptic Gregorian calendar,
+    for any year (Python's ``date`` stops at 1 and 9999); H. Hinnant's days_to_civil."""
+    shifted = days + 719_468
+    era = shifted // 146_097
+    day_of_era = shifted - era * 146_097
+    year_of_era = (
+        day_of_era - day_of_era // 1460 + day_of_era // 36524 - day_of_era // 146_096
+    ) // 365
+    day_of_year = day_of_era - (365 * year_of_era + year_of_era // 4 - year_of_era // 100)
+    month_index = (5 * day_of_year + 2) // 153
+    day = day_of_year - (153 * month_index + 2) // 5 + 1
+    month = month_index + 3 if month_index < 10 else month_index - 9
+    year = year_of_era + era * 400 + (1 if month <= 2 else 0)
+    return year, month, day
 
 
 def timestamp_text(value: dt.datetime) -> str:

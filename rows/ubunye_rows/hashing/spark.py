@@ -27,6 +27,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from ubunye_rows.hashing.digest import LANE_MASK, Fingerprint
+from ubunye_rows.hashing.spark_arrow import WorkerCannotWriteLine
 from ubunye_rows.hashing.types import UnsupportedTypeError
 
 if TYPE_CHECKING:
@@ -158,7 +159,8 @@ def spark_sketch(df: Any) -> Sketch:
     """Per-bucket row counts and lane sums of ``df``'s canonical lines, in one job.
 
     ``auto`` hashes in Spark's Python workers with the Arrow path and, when a worker cannot
-    import ``ubunye_rows`` or ``pyarrow``, once more on the JVM with ``to_json``. Either way a
+    import ``ubunye_rows`` or ``pyarrow`` or cannot write a line, once more on the JVM with
+    ``to_json``. Either way a
     grouped aggregation by bucket brings at most 256 rows of seven numbers to the driver.
     """
     from pyspark.sql import functions as F
@@ -177,7 +179,7 @@ def spark_sketch(df: Any) -> Sketch:
         try:
             rows = arrow_worker_bucket_rows(df, pairs, PIECE_SHIFTS, PIECE_BITS)
         except Exception as exc:
-            if engine == "arrow" or not _workers_cannot_import(exc):
+            if engine == "arrow" or not _workers_cannot_hash(exc):
                 raise
         else:
             return sketch_of_bucket_rows(pairs, rows)
@@ -196,9 +198,12 @@ def sketch_of_bucket_rows(pairs: Sequence[tuple[str, str]], rows: Sequence[Any])
     return Sketch.from_arrays(pairs, totals)
 
 
-def _workers_cannot_import(error: BaseException) -> bool:
-    """True when a Spark job failed because a Python worker lacks a module it needs."""
-    return "ModuleNotFoundError" in str(error) or "No module named" in str(error)
+def _workers_cannot_hash(error: BaseException) -> bool:
+    """True when a Spark job failed because a Python worker lacks a module it needs or met a
+    value it cannot write as a line (then ``to_json`` on the JVM writes it)."""
+    # The workers' exception reaches the driver as text inside Spark's (or Connect's) error.
+    signs = ("ModuleNotFoundError", "No module named", WorkerCannotWriteLine.__name__)
+    return any(sign in str(error) for sign in signs)
 
 
 def _to_json_bucket_rows(df: Any) -> list[Any]:

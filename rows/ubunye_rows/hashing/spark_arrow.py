@@ -8,7 +8,8 @@ worker. The lines are the Arrow path's, so the digest does not depend on the exe
 (before Java 19 Spark's own ``Double.toString`` is not always the shortest form).
 
 The workers must import ``ubunye_rows`` and ``pyarrow``; :mod:`ubunye_rows.hashing.spark` falls
-back to the JVM path when they cannot.
+back to the JVM path when they cannot, and when a worker cannot write a line
+(:class:`WorkerCannotWriteLine`, e.g. a date past the year 9999, which Spark holds and writes).
 """
 
 from __future__ import annotations
@@ -19,6 +20,12 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     import pyarrow as pa
+
+
+class WorkerCannotWriteLine(ValueError):
+    """A Python worker met a value the Arrow path cannot write as a line; Spark's own
+    ``to_json`` can, so the hash is taken there instead."""
+
 
 #: Columns of the one row each partition sends back, after ``rows``: lane A's pieces, then B's.
 PIECE_COLUMNS = ("a42", "a21", "a0", "b42", "b21", "b0")
@@ -73,7 +80,13 @@ def partition_lane_pieces(
         for group in _row_groups(batches, columns, names):
             yield from table_slices(group, names)
 
-    totals = bucket_slices_lanes(slices(), lambda piece: slice_lines(piece, kinds))
+    def lines(piece: pa.Table) -> pa.Array:
+        try:
+            return slice_lines(piece, kinds)
+        except (ValueError, OverflowError) as exc:
+            raise WorkerCannotWriteLine(f"{type(exc).__name__}: {exc}") from exc
+
+    totals = bucket_slices_lanes(slices(), lines)
     used = [bucket for bucket in range(len(totals[0])) if totals[0][bucket]]
     values: dict[str, list[int]] = {"bucket": used, "rows": [int(totals[0][b]) for b in used]}
     for lane, sums in (("a", totals[1]), ("b", totals[2])):

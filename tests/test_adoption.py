@@ -1,0 +1,115 @@
+"""One line to adopt: ``with_ubunye(defs, ...)`` on an existing Definitions, and the component's
+early-failure channel outside ``dg`` (its definitions loaded in the same process)."""
+
+from __future__ import annotations
+
+import importlib
+from pathlib import Path
+
+import dagster as dg
+import pytest
+from dagster._core.definitions.reconstruct import ReconstructableJob
+
+from ubunye_core.store import LineageStore
+from ubunye_dagster import UbunyeIOManager, with_ubunye
+from ubunye_dagster.metadata import DATA_HASH, SUMMARY
+from ubunye_dagster.strict_fields import UnknownSettingError
+
+LOCATION = Path(__file__).resolve().parent / "locations" / "adopted_in_one_line.py"
+
+
+@pytest.fixture
+def location(tmp_path, monkeypatch):
+    """The one-line location module, its data and records under ``tmp_path``."""
+    monkeypatch.setenv("UBUNYE_EXAMPLE_HOME", str(tmp_path))
+    monkeypatch.syspath_prepend(str(LOCATION.parent))
+    import adopted_in_one_line
+
+    return importlib.reload(adopted_in_one_line)
+
+
+def records(root: Path, task_path: str):
+    return LineageStore.for_usecase_dir(root).list_runs(task_path)
+
+
+def assert_early_failure_recorded(root: Path, run_id: str) -> None:
+    [record] = records(root, "dagster/intake/unreachable_source")
+    assert record.run_id == run_id and record.status == "error"
+    assert record.error == "ConnectionError: cannot reach https://api.example.com?api_key=***"
+    assert [t["step"] for t in record.timings] == ["Transform:unreachable_source"]
+    assert record.code_hash is not None and record.ended_at is not None
+
+
+def test_one_call_adds_the_io_manager_the_sensor_and_the_checks_without_touching_the_assets(
+    location,
+):
+    plain = location.plain_definitions()
+    adopted = location.defs
+
+    assert isinstance(adopted.resources["io_manager"], UbunyeIOManager)
+    assert [sensor.name for sensor in adopted.sensors] == ["ubunye_drift_sensor"]
+    checks = {key.to_user_string() for c in adopted.asset_checks for key in c.check_keys}
+    assert checks == {
+        f"{name}:ubunye_reproducible" for name in ("unreachable_source", "ledger", "balance")
+    }
+    assert [a.key for a in adopted.assets] == [a.key for a in plain.assets]
+    assert [job.name for job in adopted.jobs] == ["everything"]
+
+
+def test_a_step_failing_before_the_io_manager_is_recorded_under_materialize(location, tmp_path):
+    adopted = location.defs
+    result = dg.materialize(
+        adopted.assets, resources=adopted.resources, selection="*", raise_on_error=False
+    )
+    assert not result.success
+    assert_early_failure_recorded(tmp_path, result.run_id)
+    [balance] = records(tmp_path, "dagster/default/balance")
+    assert balance.status == "success"
+
+
+@pytest.mark.parametrize("job_name", ["in_process_job", "multiprocess_job"])
+def test_a_step_failing_before_the_io_manager_is_recorded_under_either_executor(
+    location, tmp_path, job_name
+):
+    with dg.instance_for_test() as instance:
+        job = ReconstructableJob.for_file(str(LOCATION), job_name)
+        result = dg.execute_job(job, instance=instance)
+    assert not result.success
+    assert_early_failure_recorded(tmp_path, result.run_id)
+    [balance] = records(tmp_path, "dagster/default/balance")
+    assert balance.status == "success" and balance.inputs[0].source_note.startswith("verified:")
+
+
+def test_every_materialisation_carries_the_receipt_and_its_summary(location, tmp_path):
+    adopted = location.defs
+    result = adopted.resolve_job_def("everything").execute_in_process(raise_on_error=False)
+    [event] = [
+        e.materialization
+        for e in result.get_asset_materialization_events()
+        if e.asset_key == dg.AssetKey("balance")
+    ]
+    assert DATA_HASH in event.metadata and SUMMARY in event.metadata
+
+
+def test_an_unknown_setting_is_refused_with_the_closest_valid_name(location):
+    with pytest.raises(
+        UnknownSettingError,
+        match=r"no field 'usecase_dri' \(did you mean 'usecase_dir' or 'usecase'\?\)",
+    ):
+        with_ubunye(location.plain_definitions(), usecase_dri=".")
+
+
+def test_another_io_manager_under_the_default_key_is_refused_naming_with_receipts(location):
+    plain = dg.Definitions(
+        assets=location.plain_definitions().assets,
+        resources={"io_manager": dg.FilesystemIOManager()},
+    )
+    with pytest.raises(ValueError, match=r"FilesystemIOManager under 'io_manager'.*with_receipts"):
+        with_ubunye(plain)
+
+
+def test_adopting_twice_changes_nothing(location):
+    again = with_ubunye(location.defs)
+    assert [s.name for s in again.sensors] == [s.name for s in location.defs.sensors]
+    assert len(again.asset_checks) == len(location.defs.asset_checks)
+    assert [len(a.hook_defs) for a in again.assets] == [1, 1, 1]

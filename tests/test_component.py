@@ -1,0 +1,135 @@
+"""The `dg` component: a project laid out by `create-dagster project` adopts receipts with one
+`defs.yaml` naming the type and no attributes, driven by the real `dg` CLI."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import dagster as dg
+import pytest
+from components_project import (
+    COMPONENT_TYPE,
+    FEED_DOWN,
+    create_project,
+    receipts_yaml,
+    run_tool,
+    tool,
+)
+
+from ubunye_core.store import LineageStore
+from ubunye_dagster.metadata import DATA_HASH, RECORD_PATH, SUMMARY
+
+pytestmark = pytest.mark.timeout(900)
+
+
+@pytest.fixture(scope="module")
+def root(tmp_path_factory) -> Path:
+    root = tmp_path_factory.mktemp("components")
+    create_project(root)
+    return root
+
+
+def project_of(root: Path) -> Path:
+    return root / "shop"
+
+
+def test_dg_list_components_shows_the_receipts_type(root):
+    listed = run_tool(root, tool("dg"), "list", "components", "--json")
+    assert listed.returncode == 0, listed.stderr
+    answer = json.loads(listed.stdout)
+    entries = answer["items"] if isinstance(answer, dict) else answer  # 1.13, and older dg
+    types = [entry["key"] for entry in entries]
+    assert COMPONENT_TYPE in types
+
+
+def test_dg_scaffold_writes_a_defs_yaml_naming_the_type_and_no_attributes(root):
+    text = receipts_yaml(project_of(root)).read_text(encoding="utf-8")
+    assert text.split() == ["type:", COMPONENT_TYPE, "attributes:", "{}"]
+
+
+def test_dg_check_defs_accepts_the_project(root):
+    checked = run_tool(root, tool("dg"), "check", "defs")
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+    assert "All definitions loaded successfully." in checked.stdout + checked.stderr
+
+
+def test_dg_list_defs_shows_the_io_manager_the_sensor_and_the_checks_of_every_asset(root):
+    listed = run_tool(root, tool("dg"), "list", "defs", "--json")
+    assert listed.returncode == 0, listed.stderr
+    defs = json.loads(listed.stdout)
+    assert [entry["name"] for entry in defs["sensors"]] == ["ubunye_drift_sensor"]
+    assert "io_manager" in [entry["name"] for entry in defs["resources"]]
+    checks = {entry["key"] for entry in defs["asset_checks"]}
+    assert checks == {
+        "orders:ubunye_reproducible",
+        "revenue:ubunye_reproducible",
+        "feed:ubunye_reproducible",
+        "orders:amount_not_negative",
+    }
+
+
+def test_dg_launch_keeps_receipts_records_metadata_data_versions_and_verified_reads(root):
+    launched = run_tool(root, tool("dg"), "launch", "--assets", "orders,revenue")
+    assert launched.returncode == 0, launched.stdout[-3000:] + launched.stderr[-3000:]
+
+    store = LineageStore.for_usecase_dir(project_of(root))
+    [orders] = store.list_runs("dagster/sales/orders")
+    [revenue] = store.list_runs("dagster/sales/revenue")
+    assert orders.status == revenue.status == "success"
+    assert [(e["rule"], e["passed"]) for e in orders.expectations] == [
+        ("amount_not_negative", True)
+    ]
+    [read] = revenue.inputs
+    assert read.name == "orders" and read.data_hash == orders.outputs[0].data_hash
+    assert read.source_note.startswith("verified:")
+    with dg.DagsterInstance.from_config(str(root / "dagster_home")) as instance:
+        [event] = instance.fetch_materializations(dg.AssetKey("revenue"), limit=1).records
+    materialisation = event.asset_materialization
+    metadata = {key: value.value for key, value in materialisation.metadata.items()}
+    assert metadata[DATA_HASH] == revenue.outputs[0].data_hash
+    assert materialisation.tags["dagster/data_version"] == revenue.outputs[0].data_hash
+    assert Path(metadata[RECORD_PATH]).is_file()
+    assert metadata[SUMMARY].startswith("**")
+
+
+def test_a_step_failing_before_the_io_manager_under_dg_launch_leaves_its_error_record(root):
+    launched = run_tool(root, tool("dg"), "launch", "--assets", "feed", **{FEED_DOWN: "1"})
+    assert launched.returncode != 0
+
+    [record] = LineageStore.for_usecase_dir(project_of(root)).list_runs("dagster/intake/feed")
+    assert record.status == "error"
+    assert record.error == "ConnectionError: cannot reach https://api.example.com?api_key=***"
+    assert [t["step"] for t in record.timings] == ["Transform:feed"]
+    assert record.code_hash is not None and record.ended_at is not None
+
+
+def test_an_unknown_attribute_is_refused_with_the_closest_valid_name(root, tmp_path):
+    copy = tmp_path / "shop"
+    shutil.copytree(project_of(root), copy)
+    receipts_yaml(copy).write_text(
+        f"type: {COMPONENT_TYPE}\n\nattributes:\n  base_pth: lake\n", encoding="utf-8"
+    )
+    checked = run_tool(root, tool("dg"), "check", "defs", cwd=copy)
+    assert checked.returncode != 0
+    assert "has no field 'base_pth' (did you mean 'base_path'?)" in checked.stdout + checked.stderr
+
+
+def test_the_components_definitions_record_an_early_failure_under_materialize_in_process(
+    root, tmp_path, monkeypatch
+):
+    project = project_of(root)
+    monkeypatch.syspath_prepend(str(project / "src"))
+    monkeypatch.chdir(tmp_path)  # the component's relative usecase_dir and base_path: here
+    monkeypatch.setenv(FEED_DOWN, "1")
+    defs = dg.load_from_defs_folder(project_root=project)
+
+    result = dg.materialize(
+        defs.assets, resources=defs.resources, selection="feed", raise_on_error=False
+    )
+
+    assert not result.success
+    [record] = LineageStore.for_usecase_dir(tmp_path).list_runs("dagster/intake/feed")
+    assert record.run_id == result.run_id and record.status == "error"
+    assert record.error == "ConnectionError: cannot reach https://api.example.com?api_key=***"

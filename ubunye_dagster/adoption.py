@@ -1,0 +1,188 @@
+"""One step to adopt: the settings of a project's receipts, and ``with_ubunye`` on a Definitions.
+
+``ReceiptSettings`` holds, under the Python API's own names, what ``UbunyeIOManager``,
+``UbunyeResource`` and ``build_drift_sensor`` take; the ``dg`` component
+(``ubunye_dagster.components.UbunyeReceipts``) has exactly these attributes. What it builds for a
+project's assets is the same either way: the IO manager under the default key, the drift sensor,
+the reproducibility checks and the expectation checks of every asset stored through it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import Any, Literal
+
+import dagster as dg
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from ubunye_core import drift
+from ubunye_dagster import dagster_internals as internals
+from ubunye_dagster.error_records import with_error_records
+from ubunye_dagster.expectation_checks import build_expectation_checks
+from ubunye_dagster.io_manager import UbunyeIOManager
+from ubunye_dagster.resource import UbunyeResource
+from ubunye_dagster.sensor import build_drift_sensor, build_reproducibility_checks
+from ubunye_dagster.strict_fields import refuse_unknown_fields
+
+#: The resource key Dagster stores an asset under when it names no IO manager.
+DEFAULT_IO_MANAGER_KEY = "io_manager"
+
+
+def _described(cls: type, name: str) -> str | None:
+    return cls.model_fields[name].description  # type: ignore[attr-defined]
+
+
+class DriftSensorSettings(BaseModel):
+    """The arguments of ``build_drift_sensor`` (the watched assets aside: every asset whose
+    materialisations carry Ubunye metadata)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _known_fields_only(cls, data: Any) -> Any:
+        return refuse_unknown_fields(cls, data)
+
+    name: str = "ubunye_drift_sensor"
+    flag_reasons: list[str] = Field(default_factory=lambda: list(drift.DEFAULT_FLAG_REASONS))
+    strict_sources: bool = False
+    alert_job: str | None = Field(default=None, description="Name of a job run on each flag.")
+    minimum_interval_seconds: int = 60
+    max_events_per_tick: int = 200
+    tick_time_budget_seconds: float | None = 30.0
+    use_lineage_store: bool = True
+    default_status: Literal["STOPPED", "RUNNING"] = "STOPPED"
+
+    def build(self) -> dg.SensorDefinition:
+        """The drift sensor these settings describe."""
+        arguments = self.model_dump(exclude={"default_status"})
+        status = dg.DefaultSensorStatus(self.default_status)
+        return build_drift_sensor(None, default_status=status, **arguments)
+
+
+class ReceiptSettings(BaseModel):
+    """Where data and records go, how inputs are treated, and the drift sensor: the fields of
+    ``UbunyeIOManager`` and ``UbunyeResource`` (``storage_options`` serves both: data and records
+    on the same store) and ``build_drift_sensor``'s arguments."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _known_fields_only(cls, data: Any) -> Any:
+        return refuse_unknown_fields(cls, data)
+
+    base_path: str = Field("data", description=_described(UbunyeIOManager, "base_path"))
+    storage_options: dict[str, Any] = Field(
+        default_factory=dict,
+        description="fsspec options for base_path and the lineage folder (credentials, endpoint).",
+    )
+    format: Literal["parquet", "delta"] = Field(
+        "parquet", description=_described(UbunyeIOManager, "format")
+    )
+    spark_resource_key: str = Field(
+        "pyspark", description=_described(UbunyeIOManager, "spark_resource_key")
+    )
+    usecase_dir: str = Field(".", description=_described(UbunyeResource, "usecase_dir"))
+    lineage_dir: str | None = Field(None, description=_described(UbunyeResource, "lineage_dir"))
+    usecase: str = Field("dagster", description=_described(UbunyeResource, "usecase"))
+    hash_inputs: bool = Field(True, description=_described(UbunyeResource, "hash_inputs"))
+    verify_reads: Literal["fail", "warn", "off", "rows"] = Field(
+        "fail", description=_described(UbunyeResource, "verify_reads")
+    )
+    code_folder: str | None = Field(None, description=_described(UbunyeResource, "code_folder"))
+    drift_sensor: DriftSensorSettings | None = Field(
+        default_factory=DriftSensorSettings,
+        description="build_drift_sensor's arguments; null for no sensor.",
+    )
+    reproducibility_checks: bool = Field(
+        True, description="Declare the ubunye_reproducible check on every asset stored here."
+    )
+    expectation_checks: bool = Field(
+        True, description="Declare each ubunye/expectations rule as an asset check."
+    )
+
+    def resource(self) -> UbunyeResource:
+        """The ``UbunyeResource`` these settings describe."""
+        fields = set(UbunyeResource.model_fields) & set(type(self).model_fields)
+        return UbunyeResource(**{name: getattr(self, name) for name in sorted(fields)})
+
+    def io_manager(self) -> UbunyeIOManager:
+        """The ``UbunyeIOManager`` these settings describe."""
+        fields = (set(UbunyeIOManager.model_fields) & set(type(self).model_fields)) - {"ubunye"}
+        values = {name: getattr(self, name) for name in sorted(fields)}
+        return UbunyeIOManager(ubunye=self.resource(), **values)
+
+    def companions(
+        self, assets: Iterable[Any], existing: dg.Definitions | None = None
+    ) -> dg.Definitions:
+        """The sensor and checks for the assets stored under the default IO manager key (those
+        ``existing`` already has left out)."""
+        stored = stored_by_default(assets)
+        taken = _check_keys(existing)
+        checks: list[dg.AssetChecksDefinition] = []
+        if self.reproducibility_checks and stored:
+            checks += build_reproducibility_checks(stored)
+        if self.expectation_checks:
+            checks += build_expectation_checks(stored)
+        checks = [c for c in checks if not (set(c.check_keys) & taken)]
+        sensor_names = {s.name for s in (existing.sensors or [])} if existing else set()
+        sensors = [self.drift_sensor.build()] if self.drift_sensor else []
+        return dg.Definitions(
+            asset_checks=checks, sensors=[s for s in sensors if s.name not in sensor_names]
+        )
+
+
+def stored_by_default(assets: Iterable[Any]) -> list[dg.AssetsDefinition]:
+    """The executable asset definitions whose every asset is stored under the default key."""
+    return [
+        item
+        for item in assets
+        if isinstance(item, dg.AssetsDefinition)
+        and item.is_executable
+        and all(
+            internals.io_manager_key_of(item, key) == DEFAULT_IO_MANAGER_KEY for key in item.keys
+        )
+    ]
+
+
+def _check_keys(defs: dg.Definitions | None) -> set[dg.AssetCheckKey]:
+    if defs is None:
+        return set()
+    return {key for checks in defs.asset_checks or [] for key in checks.check_keys}
+
+
+def _installed_io_manager(defs: dg.Definitions, settings: ReceiptSettings | None) -> Any:
+    """The Definitions' own ``UbunyeIOManager`` under the default key (kept when no settings are
+    given), else None; any other IO manager there is refused."""
+    existing = (defs.resources or {}).get(DEFAULT_IO_MANAGER_KEY)
+    if existing is None:
+        return None
+    if not isinstance(existing, UbunyeIOManager):
+        raise ValueError(
+            f"the Definitions already store assets with {type(existing).__name__} under "
+            f"'{DEFAULT_IO_MANAGER_KEY}': with_ubunye installs UbunyeIOManager there; to keep "
+            "your IO manager and add receipts around it, give with_receipts(...) as that resource"
+        )
+    if settings is not None:
+        raise ValueError(
+            "the Definitions already have a UbunyeIOManager under 'io_manager': give its "
+            "settings there, or call with_ubunye(defs) without settings"
+        )
+    return existing
+
+
+def with_ubunye(defs: dg.Definitions, **settings: Any) -> dg.Definitions:
+    """The same Definitions with receipts: ``UbunyeIOManager`` under the default IO manager key
+    (from ``settings``, the fields of :class:`ReceiptSettings`), the drift sensor, the
+    reproducibility and expectation checks of every asset stored there, and the failure hook
+    that leaves an ``error`` record for a step that fails before it touches the IO manager."""
+    chosen = ReceiptSettings(**settings) if settings else None
+    kept = _installed_io_manager(defs, chosen)
+    assets: Sequence[Any] = list(defs.assets or [])
+    hooked = internals.definitions_with_assets(defs, with_error_records(assets))
+    added = (chosen or ReceiptSettings()).companions(assets, existing=defs)
+    if kept is not None:
+        return dg.Definitions.merge(hooked, added)
+    manager = (chosen or ReceiptSettings()).io_manager()
+    return dg.Definitions.merge(hooked, added, dg.Definitions(resources={"io_manager": manager}))

@@ -1,0 +1,94 @@
+"""The ``dg`` component: receipts for every asset of a components project, from one ``defs.yaml``.
+
+Registered through the ``dagster_dg_cli.registry_modules`` entry point, so ``dg list components``
+shows ``ubunye_dagster.components.UbunyeReceipts`` and
+``dg scaffold defs ubunye_dagster.components.UbunyeReceipts receipts`` writes its ``defs.yaml``.
+
+A component cannot wrap or hook assets that other components define (the definitions of all
+``defs/`` folders are merged after each is built), but it can build them:
+``ComponentLoadContext.build_defs`` returns another folder's definitions, cached, so the project
+builds each once. The component reads them to declare the checks of their assets, and remembers
+their definitions so the IO manager's teardown records a step that fails before it touches it.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import dagster as dg
+from pydantic import BaseModel, ConfigDict, model_validator
+
+from ubunye_dagster.adoption import DEFAULT_IO_MANAGER_KEY, ReceiptSettings, stored_by_default
+from ubunye_dagster.early_failures import watch_early_failures
+from ubunye_dagster.strict_fields import refuse_unknown_fields
+
+#: Entries of a defs folder that are never definitions.
+_NOT_DEFINITIONS = ("__init__.py", "__pycache__")
+
+
+def other_definitions(context: dg.ComponentLoadContext) -> dg.Definitions:
+    """The merged definitions of every other component of the project: each entry of the defs
+    folder, except the path to this component, where its siblings are taken instead."""
+    build = getattr(context, "build_defs", None) or context.build_defs_at_path
+    own = Path(context.path).resolve()
+    found: list[dg.Definitions] = []
+    folders = [Path(context.defs_module_path).resolve()]
+    while folders:
+        for entry in sorted(folders.pop().iterdir()):
+            if entry.name in _NOT_DEFINITIONS or entry.name.startswith((".", "_")):
+                continue
+            if entry == own:
+                continue
+            if entry.is_dir() and own.is_relative_to(entry):
+                folders.append(entry)  # the folder holding this component: its other entries
+            elif entry.is_dir() or entry.suffix == ".py":
+                found.append(build(entry))
+    return dg.Definitions.merge(*found)
+
+
+def _strict_model(component: type[Any], derived: type[BaseModel]) -> type[BaseModel]:
+    """The component's YAML model, refusing an unknown attribute with the closest valid name."""
+
+    class Attributes(derived):  # type: ignore[misc, valid-type]
+        # The validator below refuses an unknown attribute with the closest name; forbidding
+        # extras in the schema would refuse it first, without naming one (`dg check yaml`).
+        model_config = ConfigDict(extra="allow")
+
+        @model_validator(mode="before")
+        @classmethod
+        def _known_fields_only(cls, data: Any) -> Any:
+            return refuse_unknown_fields(component, data)
+
+    Attributes.__name__ = derived.__name__
+    return Attributes
+
+
+class UbunyeReceipts(dg.Component, dg.Resolvable, ReceiptSettings):
+    """Receipts for every asset of the project stored through the default IO manager: records on
+    disk, metadata, data versions, verified reads and early-failure records; the drift sensor,
+    the reproducibility checks and the expectation checks. Attributes: ``ReceiptSettings``."""
+
+    @classmethod
+    def model(cls) -> type[BaseModel]:
+        derived = super().model()
+        cached = cls.__dict__.get("_strict_attributes")
+        if cached is None or cached.__base__ is not derived:
+            cached = _strict_model(cls, derived)
+            cls._strict_attributes = cached  # type: ignore[attr-defined]
+        return cached
+
+    def build_defs(self, context: dg.ComponentLoadContext) -> dg.Definitions:
+        """The IO manager under the default key, the sensor and the checks of the project."""
+        others = other_definitions(context)
+        assets = list(others.assets or [])
+        manager = self.io_manager()
+        watch_early_failures(
+            stored_by_default(assets),
+            place_settings=manager.resource.model_dump_json(),
+            io_manager_key=DEFAULT_IO_MANAGER_KEY,
+        )
+        return dg.Definitions.merge(
+            self.companions(assets, existing=others),
+            dg.Definitions(resources={DEFAULT_IO_MANAGER_KEY: manager}),
+        )
