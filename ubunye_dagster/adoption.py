@@ -15,7 +15,7 @@ from typing import Any, Literal
 import dagster as dg
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from ubunye_core import drift
+from ubunye_core.records import drift
 from ubunye_dagster import dagster_internals as internals
 from ubunye_dagster.error_records import with_error_records
 from ubunye_dagster.expectation_checks import build_expectation_checks

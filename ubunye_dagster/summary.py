@@ -11,7 +11,7 @@ from collections.abc import Mapping, Sequence
 
 import dagster as dg
 
-from ubunye_core import drift
+from ubunye_core.records import drift
 from ubunye_core.records.model import RunRecord, StepRecord
 from ubunye_dagster.metadata import SUMMARY
 from ubunye_dagster.sensor import judge_against_previous
