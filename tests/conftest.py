@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 
 import pytest
+from external_python import external_python as build_external_python
 from local_spark import build_local_spark_session, local_connect_server
 
 #: Settings the tests add to the local session: few shuffle partitions, Arrow transfers.
@@ -75,3 +76,10 @@ def spark(spark_remote):
 def spark_config(spark, spark_remote) -> dict[str, str]:
     """The ``spark_config`` of a dagster-pyspark ``PySparkResource`` reaching the same Spark."""
     return {"spark.remote": spark_remote} if spark_remote else {}
+
+
+@pytest.fixture(scope="session")
+def external_python():
+    """The interpreter of a virtual environment with only ubunye-rows (pandas, Spark, Pipes
+    extras) and dagster-pipes: the external side of Dagster Pipes (tests/external_python.py)."""
+    return build_external_python()

@@ -19,6 +19,7 @@ from ubunye_dagster.expectations import (
     validate_declared_expectations,
 )
 from ubunye_dagster.io_manager import UbunyeIOManager, UnverifiedReadError
+from ubunye_dagster.pipes import PipesReceipts
 from ubunye_dagster.resource import Receipt, UbunyeResource
 from ubunye_dagster.sensor import (
     CHECK_NAME,
@@ -39,6 +40,7 @@ __all__ = [
     "SOURCE_EXPLANATION",
     "ExpectationError",
     "ExpectationFailed",
+    "PipesReceipts",
     "Receipt",
     "ReceiptIOManager",
     "ReceiptSettings",

@@ -51,7 +51,7 @@ from ubunye_dagster.handlers.base import (
 )
 from ubunye_dagster.handlers.delta import DeltaHandler, delta_handlers, delta_writer, is_delta_table
 from ubunye_dagster.metadata import EXPECTATIONS, output_metadata
-from ubunye_dagster.recorded import RecordedOutput, recorded_output
+from ubunye_dagster.recorded import RecordedOutput, latest_materialisation, receipt_of, stored_at
 from ubunye_dagster.records import OpenRecord, close_record
 from ubunye_dagster.resource import UbunyeResource
 from ubunye_dagster.session import (
@@ -186,6 +186,12 @@ class UbunyeIOManager(dg.ConfigurableIOManager):
             parts += partition_parts(partition_key)
             parts[-1] += EXTENSION
         return self.base().joinpath(*parts)
+
+    def _stored_path(self, location: str) -> Any:
+        """A location an external writer stated, as a UPath with this IO manager's options."""
+        from upath import UPath
+
+        return UPath(location, **self.storage_options)
 
     def _table_path(self, parts: Sequence[str]) -> Any:
         """Where a Delta table is kept: ``<base_path>/<key parts>.delta``; None for Parquet."""
@@ -404,9 +410,11 @@ class UbunyeIOManager(dg.ConfigurableIOManager):
         table_path: Any = None,
     ) -> Any:
         resource = self.resource
-        recorded = None
-        if resource.hash_inputs:
-            recorded = recorded_output(context, asset_key, partition_key)
+        latest = latest_materialisation(context, asset_key, partition_key)
+        recorded = receipt_of(latest, asset_key) if resource.hash_inputs else None
+        written_at = stored_at(latest)
+        if written_at is not None:  # written outside this IO manager, where its receipt says
+            path = table_path = self._stored_path(written_at)
         by_bytes = recorded.bytes_algorithm() if recorded is not None else None
         if resource.verify_reads == "rows":
             by_bytes = None  # the rows are hashed on every read

@@ -46,6 +46,9 @@ SKETCH = "ubunye/sketch"
 #: and how each was proven, where the record is (``ubunye_dagster.summary``).
 SUMMARY = "ubunye/summary"
 URI = "dagster/uri"
+#: Where rows written outside the IO manager (by an external process, through Pipes) were
+#: stored; an IO-managed asset reading the asset reads them there and verifies them.
+STORED_AT = "ubunye/stored_at"
 COLUMN_SCHEMA = "dagster/column_schema"
 
 #: Asset definition metadata read by the IO manager (not written on materialisations).

@@ -18,6 +18,7 @@ from ubunye_dagster.metadata import (
     RECORD_PATH,
     ROW_COUNT,
     SCHEMA_HASH,
+    STORED_AT,
 )
 
 
@@ -92,16 +93,13 @@ def latest_materialisation(
     return records[0] if records else None
 
 
-def recorded_output(
-    context: dg.InputContext, asset_key: dg.AssetKey | None, partition_key: str | None
+def receipt_of(
+    latest: dg.EventLogRecord | None, asset_key: dg.AssetKey | None
 ) -> RecordedOutput | None:
-    """The receipt of the asset's (partition's) latest materialisation in Dagster; None when
-    there is no asset, no materialisation, or no ``ubunye/data_hash`` on it."""
-    latest = latest_materialisation(context, asset_key, partition_key)
-    materialization = latest.asset_materialization if latest is not None else None
-    metadata = dict(materialization.metadata) if materialization else {}
+    """The receipt a materialisation's metadata holds; None without ``ubunye/data_hash``."""
+    metadata = _metadata_of(latest)
     data_hash = _value(metadata, DATA_HASH)
-    if not data_hash:
+    if not data_hash or asset_key is None:
         return None
     row_count = _value(metadata, ROW_COUNT)
     return RecordedOutput(
@@ -113,3 +111,14 @@ def recorded_output(
         bytes_hash=_value(metadata, BYTES_HASH),
         record_path=_value(metadata, RECORD_PATH),
     )
+
+
+def stored_at(latest: dg.EventLogRecord | None) -> str | None:
+    """Where a materialisation written outside the IO manager says its rows are, if it does."""
+    location = _value(_metadata_of(latest), STORED_AT)
+    return str(location) if location else None
+
+
+def _metadata_of(latest: dg.EventLogRecord | None) -> dict[str, Any]:
+    materialization = latest.asset_materialization if latest is not None else None
+    return dict(materialization.metadata) if materialization else {}

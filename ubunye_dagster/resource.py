@@ -23,12 +23,11 @@ from pydantic import Field, field_validator, model_validator
 from ubunye_core.records.model import RunRecord, StepRecord
 from ubunye_core.store import LineageStore
 from ubunye_dagster import dagster_internals as internals
+from ubunye_dagster.asset_receipt import save_asset_output
 from ubunye_dagster.identity import DEFAULT_USECASE, check_usecase
-from ubunye_dagster.metadata import output_metadata
-from ubunye_dagster.records import close_record
-from ubunye_dagster.session import asset_record, close_run, open_session
+from ubunye_dagster.pipes import PipesReceipts, run_pipes_with_receipts
+from ubunye_dagster.session import close_run, open_session
 from ubunye_dagster.strict_fields import refuse_unknown_fields
-from ubunye_dagster.summary import summary_metadata
 from ubunye_rows.hashing import Fingerprint, fingerprint
 
 
@@ -119,41 +118,27 @@ class UbunyeResource(dg.ConfigurableResource):
         output of the asset's record, beside the inputs the step loaded. Call it once per table
         written; the record keeps every output recorded."""
         session = open_session(internals.step_context_of(context))
-        asset_key = context.asset_key
-        partition_key = context.partition_key if context.has_partition_key else None
-        step_name = name or "/".join(asset_key.path)
-        with session.lock:
-            transform = session.transform_timing(context.op_def.name)
-            open_record = asset_record(
-                session, self, asset_key, output_name=None, partition_key=partition_key
-            )
-            output, fp = self._hashed_output(frame, step_name, format=format, location=location)
-            record = open_record.record
-            keys = session.fill(
-                open_record,
-                session.inputs_of(asset_key),
-                outputs=[step for step in record.outputs if step.name != step_name] + [output],
-                extra_timings=[transform],
-                expectations=record.expectations,
-            )
-            record.backend = backend or record.backend
-            close_record(record, "success")
-            path = open_record.save()
-        metadata = output_metadata(
-            record, output, record_path=path, input_asset_keys=keys, partition_key=partition_key
+        step_name = name or "/".join(context.asset_key.path)
+        output, _ = self._hashed_output(frame, step_name, format=format, location=location)
+        saved = save_asset_output(
+            session, self, context, context.asset_key, output, backend=backend
         )
-        summary = summary_metadata(
-            context.instance,
-            asset_key,
-            partition_key,
-            record,
-            output,
-            record_path=path,
-            input_asset_keys=keys,
+        return Receipt(
+            record=saved.record,
+            record_path=saved.path,
+            metadata=saved.metadata,
+            data_version=saved.data_version,
         )
-        metadata = {**summary, **metadata}  # the summary first: the entry people read
-        version = dg.DataVersion(fp.data_hash) if fp.data_hash is not None else None
-        return Receipt(record=record, record_path=path, metadata=metadata, data_version=version)
+
+    def run_pipes(
+        self, client: Any, *, context: dg.AssetExecutionContext, **run_kwargs: Any
+    ) -> PipesReceipts:
+        """Run the Pipes ``client`` (``client.run(context=context, **run_kwargs)``) and save
+        each asset's run record from the receipt its external process reported with
+        ``ubunye_rows.pipes.report_receipt``; when the process fails, each asset of the step
+        gets an ``error`` record with what it reported before failing. Returns the results to
+        hand to Dagster: ``.get_materialize_result()`` (one asset) or ``.get_results()``."""
+        return run_pipes_with_receipts(self, client, context=context, **run_kwargs)
 
     def _hashed_output(
         self, frame: Any, step_name: str, *, format: str, location: str

@@ -1,0 +1,24 @@
+"""An external pandas job Dagster launches through Pipes: reads raw orders, writes the orders
+it keeps as Parquet, and reports the receipt (no dagster here: only ubunye-rows and
+dagster-pipes)."""
+
+import pandas as pd
+from dagster_pipes import open_dagster_pipes
+
+from ubunye_rows.pipes import report_receipt
+
+with open_dagster_pipes() as pipes:
+    raw = pd.read_parquet(pipes.get_extra("source"))
+    if pipes.is_partition_step:
+        raw = raw[raw["region"] == pipes.partition_key].reset_index(drop=True)
+    orders = raw[raw["qty"] > 0].reset_index(drop=True)
+    orders["total"] = orders["qty"] * orders["price"]
+    if pipes.extras.get("extra_row"):  # the job's own non-determinism: a row from nowhere
+        stray = {"id": 99, "region": "north", "qty": 1, "price": 0.5, "total": 0.5}
+        orders = pd.concat([orders, pd.DataFrame([stray])], ignore_index=True)
+    if pipes.extras.get("unreadable"):  # a column rows-v1 cannot read
+        orders["notes"] = [{"kept": True}, 3.5, *["x"] * (len(orders) - 2)]
+    target = pipes.get_extra("target")
+    if not pipes.extras.get("unreadable"):
+        orders.to_parquet(target, index=False)
+    report_receipt(pipes, orders, inputs={"raw_orders": raw}, location=target, format="parquet")
