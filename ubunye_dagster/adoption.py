@@ -73,8 +73,10 @@ class ReceiptSettings(BaseModel):
         return refuse_unknown_fields(cls, data)
 
     base_path: str = Field("data", description=_described(UbunyeIOManager, "base_path"))
+    # Plain defaults, not default_factory: Dagster 1.10's component model merges a field's own
+    # default into it, which pydantic refuses beside a default_factory.
     storage_options: dict[str, Any] = Field(
-        default_factory=dict,
+        default={},
         description="fsspec options for base_path and the lineage folder (credentials, endpoint).",
     )
     format: Literal["parquet", "delta"] = Field(
@@ -92,7 +94,7 @@ class ReceiptSettings(BaseModel):
     )
     code_folder: str | None = Field(None, description=_described(UbunyeResource, "code_folder"))
     drift_sensor: DriftSensorSettings | None = Field(
-        default_factory=DriftSensorSettings,
+        default=DriftSensorSettings(),
         description="build_drift_sensor's arguments; null for no sensor.",
     )
     reproducibility_checks: bool = Field(
