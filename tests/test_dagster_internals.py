@@ -223,3 +223,14 @@ def test_a_copy_of_a_definitions_with_other_assets_keeps_everything_else():
     assert copied.resources == defs.resources and copied.executor is defs.executor
     assert copied.metadata == defs.metadata
     assert list(defs.assets) == [prices]
+
+
+def test_a_component_can_still_build_the_definitions_of_another_defs_entry():
+    """``defs_of_entry`` relies on one of these per Dagster minor (tests/test_component.py runs
+    it for real in a ``create-dagster`` project)."""
+    context = dg.ComponentLoadContext
+    cached = [name for name in ("build_defs", "build_defs_at_path") if hasattr(context, name)]
+    by_module = ("load_defs", "load_defs_relative_python_module")
+    assert cached or all(hasattr(context, name) for name in by_module), (
+        "ComponentLoadContext can no longer build another defs entry: see defs_of_entry"
+    )

@@ -19,6 +19,7 @@ from typing import Any
 import dagster as dg
 from pydantic import BaseModel, ConfigDict, model_validator
 
+from ubunye_dagster import dagster_internals as internals
 from ubunye_dagster.adoption import DEFAULT_IO_MANAGER_KEY, ReceiptSettings, stored_by_default
 from ubunye_dagster.early_failures import watch_early_failures
 from ubunye_dagster.strict_fields import refuse_unknown_fields
@@ -30,7 +31,6 @@ _NOT_DEFINITIONS = ("__init__.py", "__pycache__")
 def other_definitions(context: dg.ComponentLoadContext) -> dg.Definitions:
     """The merged definitions of every other component of the project: each entry of the defs
     folder, except the path to this component, where its siblings are taken instead."""
-    build = getattr(context, "build_defs", None) or context.build_defs_at_path
     own = Path(context.path).resolve()
     found: list[dg.Definitions] = []
     folders = [Path(context.defs_module_path).resolve()]
@@ -43,7 +43,7 @@ def other_definitions(context: dg.ComponentLoadContext) -> dg.Definitions:
             if entry.is_dir() and own.is_relative_to(entry):
                 folders.append(entry)  # the folder holding this component: its other entries
             elif entry.is_dir() or entry.suffix == ".py":
-                found.append(build(entry))
+                found.append(internals.defs_of_entry(context, entry))
     return dg.Definitions.merge(*found)
 
 

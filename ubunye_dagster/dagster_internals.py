@@ -415,3 +415,13 @@ def definitions_with_assets(defs: dg.Definitions, assets: list[Any]) -> dg.Defin
     """The same Definitions (resources, jobs, sensors, executor, metadata, ...) with ``assets``
     instead of its own (Dagster offers no public copy of a Definitions with its assets changed)."""
     return replace_record(defs, assets=assets)
+
+
+def defs_of_entry(context: dg.ComponentLoadContext, path: Path) -> dg.Definitions:
+    """The definitions of the ``defs`` folder entry at ``path``, built from a component's load
+    context: through the context's cache on Dagster 1.11+ (``build_defs``, earlier
+    ``build_defs_at_path``), from the entry's module on 1.10 (``load_defs``)."""
+    build = getattr(context, "build_defs", None) or getattr(context, "build_defs_at_path", None)
+    if build is not None:
+        return build(path)
+    return context.load_defs(context.load_defs_relative_python_module(path))
