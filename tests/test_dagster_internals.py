@@ -5,11 +5,16 @@ A Dagster upgrade that moves one of them fails here, by name, before records sil
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import dagster as dg
 import pandas as pd
+import pytest
 from dagster._core.execution.context.system import StepExecutionContext
 
 from ubunye_dagster import dagster_internals as internals
+
+DAGSTER_MINOR = tuple(int(part) for part in dg.__version__.split(".")[:2])
 
 
 def test_the_step_context_still_has_what_the_glue_reads():
@@ -226,11 +231,12 @@ def test_a_copy_of_a_definitions_with_other_assets_keeps_everything_else():
 
 
 def test_a_component_can_still_build_the_definitions_of_another_defs_entry():
-    """``defs_of_entry`` relies on one of these per Dagster minor (tests/test_component.py runs
-    it for real in a ``create-dagster`` project)."""
-    context = dg.ComponentLoadContext
-    cached = [name for name in ("build_defs", "build_defs_at_path") if hasattr(context, name)]
-    by_module = ("load_defs", "load_defs_relative_python_module")
-    assert cached or all(hasattr(context, name) for name in by_module), (
-        "ComponentLoadContext can no longer build another defs entry: see defs_of_entry"
-    )
+    """``defs_of_entry`` relies on the load context's cached build (tests/test_component.py runs
+    it for real in a ``create-dagster`` project); Dagster 1.10 lacks it and is refused."""
+    names = [n for n in ("build_defs", "build_defs_at_path") if hasattr(dg.ComponentLoadContext, n)]
+    if DAGSTER_MINOR < (1, 11):
+        assert not names
+        with pytest.raises(RuntimeError, match=r"needs Dagster 1\.11 or newer"):
+            internals.defs_of_entry(dg.ComponentLoadContext.for_test(), Path("."))
+    else:
+        assert names, "ComponentLoadContext can no longer build another defs entry"

@@ -418,10 +418,14 @@ def definitions_with_assets(defs: dg.Definitions, assets: list[Any]) -> dg.Defin
 
 
 def defs_of_entry(context: dg.ComponentLoadContext, path: Path) -> dg.Definitions:
-    """The definitions of the ``defs`` folder entry at ``path``, built from a component's load
-    context: through the context's cache on Dagster 1.11+ (``build_defs``, earlier
-    ``build_defs_at_path``), from the entry's module on 1.10 (``load_defs``)."""
+    """The definitions of the ``defs`` folder entry at ``path``, built through the component load
+    context's cache: ``build_defs`` (``build_defs_at_path`` in Dagster 1.11). Dagster 1.10's
+    context has neither, so there the component is refused with what to use instead."""
     build = getattr(context, "build_defs", None) or getattr(context, "build_defs_at_path", None)
-    if build is not None:
-        return build(path)
-    return context.load_defs(context.load_defs_relative_python_module(path))
+    if build is None:
+        raise RuntimeError(
+            f"UbunyeReceipts needs Dagster 1.11 or newer to see the other components' assets "
+            f"(this is Dagster {dg.__version__}); on this Dagster adopt in definitions.py with "
+            "`defs = with_ubunye(dg.Definitions(...))` instead"
+        )
+    return build(path)
