@@ -107,6 +107,16 @@ def sketch_of_digests(table: pa.Table, digests: np.ndarray) -> Sketch:
     return Sketch.from_arrays(pairs, totals)
 
 
+def _checked_key(key: Sequence[str] | None, before: pa.Table, after: pa.Table) -> list[str] | None:
+    """``key`` as a list (None when empty); a ValueError names key columns a table lacks."""
+    key = list(key) if key else None
+    for side, table in (("before", before), ("after", after)):
+        missing = [name for name in key or () if name not in table.column_names]
+        if missing:
+            raise ValueError(f"key column(s) {missing} are not in the {side} table")
+    return key
+
+
 def diff_tables(
     before: pa.Table,
     after: pa.Table,
@@ -121,12 +131,7 @@ def diff_tables(
     caller knows them from recorded sketches; otherwise they come from the rows' own sketches.
     ``digests``: both tables' :func:`table_row_digests`, when the caller has them already.
     """
-    key = list(key) if key else None
-    if key:
-        for side, table in (("before", before), ("after", after)):
-            missing = [name for name in key if name not in table.column_names]
-            if missing:
-                raise ValueError(f"key column(s) {missing} are not in the {side} table")
+    key = _checked_key(key, before, after)
     if digests is None:
         digests = table_row_digests(before), table_row_digests(after)
     digests_before, digests_after = digests
