@@ -12,6 +12,7 @@ import pytest
 from components_project import (
     COMPONENT_TYPE,
     FEED_DOWN,
+    NEEDS_COMPONENTS_DAGSTER,
     create_project,
     receipts_yaml,
     run_tool,
@@ -21,14 +22,7 @@ from components_project import (
 from ubunye_core.store import LineageStore
 from ubunye_dagster.metadata import DATA_HASH, RECORD_PATH, SUMMARY
 
-pytestmark = [
-    pytest.mark.timeout(900),
-    pytest.mark.skipif(
-        tuple(int(part) for part in dg.__version__.split(".")[:2]) < (1, 11),
-        reason="the component needs Dagster 1.11+ (tests/test_dagster_internals.py checks 1.10 "
-        "refuses it by name)",
-    ),
-]
+pytestmark = [pytest.mark.timeout(900), NEEDS_COMPONENTS_DAGSTER]
 
 
 @pytest.fixture(scope="module")

@@ -8,7 +8,14 @@ import os
 from pathlib import Path
 
 import pytest
-from components_project import COMPONENT_TYPE, FEED_DOWN, PROJECT, create_project, receipts_yaml
+from components_project import (
+    COMPONENT_TYPE,
+    FEED_DOWN,
+    NEEDS_COMPONENTS_DAGSTER,
+    PROJECT,
+    create_project,
+    receipts_yaml,
+)
 
 from example_project.webserver import REPO_ROOT, DagsterDev
 from ubunye_core.store import LineageStore
@@ -63,6 +70,7 @@ def test_a_definitions_adopted_in_one_line_keeps_receipts_and_early_failures_und
     assert balance["metadata"][SUMMARY].startswith("**Not compared**")
 
 
+@NEEDS_COMPONENTS_DAGSTER
 def test_the_component_keeps_receipts_and_early_failures_under_dagster_dev(tmp_path, monkeypatch):
     project = create_project(tmp_path)
     home = tmp_path / "home"
