@@ -113,6 +113,20 @@ def _instant(text: str | None) -> dt.datetime:
     return moment if moment.tzinfo else moment.replace(tzinfo=dt.timezone.utc)
 
 
+def _receipt_facet(record: RunRecord, record_path: str | None) -> UbunyeReceiptRunFacet:
+    """The ``ubunye_receipt`` run facet: the record's evidence hashes and where it is."""
+    return UbunyeReceiptRunFacet(
+        producer=PRODUCER,
+        codeHash=record.code_hash,
+        environmentHash=record.environment_hash,
+        configHash=record.config_hash or None,
+        recordPath=record_path,
+        taskPath=record.task_path,
+        recordRunId=record.run_id,
+        hashMethod=next((s.hash_method for s in record.outputs if s.hash_method), None),
+    )
+
+
 def run_events(
     record: RunRecord,
     *,
@@ -128,16 +142,7 @@ def run_events(
     """
     started = _instant(record.started_at)
     run_id = str(generate_static_uuid(started, f"{record.task_path}/{record.run_id}".encode()))
-    receipt = UbunyeReceiptRunFacet(
-        producer=PRODUCER,
-        codeHash=record.code_hash,
-        environmentHash=record.environment_hash,
-        configHash=record.config_hash or None,
-        recordPath=record_path,
-        taskPath=record.task_path,
-        recordRunId=record.run_id,
-        hashMethod=next((s.hash_method for s in record.outputs if s.hash_method), None),
-    )
+    receipt = _receipt_facet(record, record_path)
     namespace = job_namespace or os.environ.get("OPENLINEAGE_NAMESPACE") or record.usecase
     job = Job(namespace=namespace, name=f"{record.package}/{record.task_name}")
     inputs, outputs = _datasets(record, schemas or {})

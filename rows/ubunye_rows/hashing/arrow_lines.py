@@ -552,6 +552,23 @@ def slice_lines(batch: pa.RecordBatch, kinds: Sequence[str]) -> pa.Array:
     return pa.concat_arrays(built)
 
 
+def _merged_parts(parts: list) -> list:
+    """``parts`` ready to join: neighbouring texts as one, and texts next to a choice of texts
+    folded into it (the join's cost grows with its parts, text or not)."""
+    joined: list = []
+    for part in parts:
+        last = joined[-1] if joined else None
+        if isinstance(part, str) and isinstance(last, str):
+            joined[-1] += part
+        elif isinstance(part, str) and isinstance(last, _Choices):
+            joined[-1] = last.around(after=part)
+        elif isinstance(part, _Choices) and isinstance(last, str):
+            joined[-1] = part.around(before=last)
+        else:
+            joined.append(part)
+    return [part.texts() if isinstance(part, _Choices) else part for part in joined]
+
+
 def _part_lines(batch: pa.RecordBatch, kinds: Sequence[str]) -> pa.Array:
     """The canonical lines of ``batch``, built on the calling thread."""
     import pyarrow as pa
@@ -596,20 +613,7 @@ def _part_lines(batch: pa.RecordBatch, kinds: Sequence[str]) -> pa.Array:
         return pa.array(["{}"] * batch.num_rows, pa.string())
     if not opened:
         parts.insert(0, "{")
-    # Neighbouring texts are one part, and texts next to a choice of texts go into it: the
-    # join's cost grows with its parts, text or not.
-    joined: list = []
-    for part in [*parts, "}"]:
-        last = joined[-1] if joined else None
-        if isinstance(part, str) and isinstance(last, str):
-            joined[-1] += part
-        elif isinstance(part, str) and isinstance(last, _Choices):
-            joined[-1] = last.around(after=part)
-        elif isinstance(part, _Choices) and isinstance(last, str):
-            joined[-1] = part.around(before=last)
-        else:
-            joined.append(part)
-    joined = [part.texts() if isinstance(part, _Choices) else part for part in joined]
+    joined = _merged_parts([*parts, "}"])
     # Not null_handling="skip": some pyarrow versions drop rows where every input is null.
     body = pc.binary_join_element_wise(*joined, "", null_handling="replace", null_replacement="")
     if not isinstance(body, pa.Array):  # every part was a scalar: impossible with a column
