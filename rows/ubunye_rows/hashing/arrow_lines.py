@@ -569,6 +569,23 @@ def _merged_parts(parts: list) -> list:
     return [part.texts() if isinstance(part, _Choices) else part for part in joined]
 
 
+def _joined_lines(joined: list, opened: bool, rows: int) -> pa.Array:
+    """The ``rows`` lines the ``joined`` parts make (``opened``: the first member wrote "{")."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    # Not null_handling="skip": some pyarrow versions drop rows where every input is null.
+    body = pc.binary_join_element_wise(*joined, "", null_handling="replace", null_replacement="")
+    if not isinstance(body, pa.Array):  # every part was a scalar: impossible with a column
+        raise RuntimeError("the canonical lines of a slice came back as one value")
+    # Unless the first member opened the line, every member starts with a comma and the
+    # first one follows the brace.
+    lines = body if opened else pc.replace_substring(body, "{,", "{", max_replacements=1)
+    if len(lines) != rows or lines.null_count:
+        raise RuntimeError("the vectorised canonical lines lost rows")  # never expected
+    return lines if lines.type == pa.string() else lines.cast(pa.string())
+
+
 def _part_lines(batch: pa.RecordBatch, kinds: Sequence[str]) -> pa.Array:
     """The canonical lines of ``batch``, built on the calling thread."""
     import pyarrow as pa
@@ -613,14 +630,4 @@ def _part_lines(batch: pa.RecordBatch, kinds: Sequence[str]) -> pa.Array:
         return pa.array(["{}"] * batch.num_rows, pa.string())
     if not opened:
         parts.insert(0, "{")
-    joined = _merged_parts([*parts, "}"])
-    # Not null_handling="skip": some pyarrow versions drop rows where every input is null.
-    body = pc.binary_join_element_wise(*joined, "", null_handling="replace", null_replacement="")
-    if not isinstance(body, pa.Array):  # every part was a scalar: impossible with a column
-        raise RuntimeError("the canonical lines of a slice came back as one value")
-    # Unless the first member opened the line, every member starts with a comma and the
-    # first one follows the brace.
-    lines = body if opened else pc.replace_substring(body, "{,", "{", max_replacements=1)
-    if len(lines) != batch.num_rows or lines.null_count:
-        raise RuntimeError("the vectorised canonical lines lost rows")  # never expected
-    return lines if lines.type == pa.string() else lines.cast(pa.string())
+    return _joined_lines(_merged_parts([*parts, "}"]), opened, batch.num_rows)
