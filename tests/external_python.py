@@ -1,12 +1,13 @@
 """A Python for the external side of Dagster Pipes: ubunye-rows (from this repository's rows/)
 and dagster-pipes, and never dagster, as a Databricks or EMR job would have.
 
-Built once per content of rows/ into a cache folder (a virtual environment, by pip from the
-local source; pip's own cache makes a rebuild quick), and reused while rows/ is unchanged.
+Built once per content of rows/ into a cache folder (a virtual environment, by uv from the local
+source), and reused while rows/ is unchanged.
 """
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import os
 import shutil
@@ -51,17 +52,29 @@ def external_python() -> Path:
     if python.exists():
         return python
     root.mkdir(parents=True, exist_ok=True)
-    building = Path(tempfile.mkdtemp(prefix="building-", dir=root))
-    subprocess.run([sys.executable, "-m", "venv", str(building)], check=True)
+    # Test workers (pytest -n) wait for one another here: the first builds, the rest reuse it.
+    with (root / "build.lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not python.exists():
+            _build(ready)
+    return python
+
+
+def _build(ready: Path) -> None:
+    """Build the venv beside ``ready``, then rename it into place."""
+    building = Path(tempfile.mkdtemp(prefix="building-", dir=ready.parent))
+    uv = [sys.executable, "-m", "uv"]
+    subprocess.run([*uv, "venv", "--quiet", "--allow-existing", str(building)], check=True)
     # The venv is built in place of its final name's sibling, so its scripts' paths differ;
-    # only its interpreter is used, which does not care.
+    # only its interpreter is used, which does not care. The kernel's crates come from the
+    # editable install's compiler cache (rows/target): the build compiles the crate alone.
+    env = {**os.environ, "CARGO_TARGET_DIR": str(ROWS_SOURCE / "target")}
     subprocess.run(
-        [str(building / "bin" / "python"), "-m", "pip", "install", "-q",
+        [*uv, "pip", "install", "--quiet", "--python", str(building / "bin" / "python"),
          f"{ROWS_SOURCE}[{EXTRAS}]"],
-        check=True, timeout=1800,
+        check=True, timeout=1800, env=env,
     )  # fmt: skip
     try:
         building.rename(ready)
     except OSError:  # another session finished first: use its build
         shutil.rmtree(building, ignore_errors=True)
-    return python

@@ -23,6 +23,9 @@ from ubunye_core.store import LineageStore, encode_name, task_name_for_key
 from ubunye_rows import fingerprint
 from ubunye_rows.evidence import code_hash, environment, environment_hash
 
+# The module's fixtures are built once: all its tests run on one xdist worker.
+pytestmark = pytest.mark.xdist_group(__name__)
+
 pd = pytest.importorskip("pandas")
 pytest.importorskip("ubunye.lineage.recorder")
 

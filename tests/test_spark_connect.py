@@ -30,7 +30,9 @@ CONNECT_MODULES = [
 def test_the_spark_hash_and_io_manager_tests_pass_on_spark_connect(tmp_path):
     pytest.importorskip("pyspark")
     report = tmp_path / "connect.xml"
-    command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--spark-connect"]
+    # One process (-n 0): it holds the one Connect session, whatever the outer run's workers.
+    command = [sys.executable, "-m", "pytest", "-q", "-n", "0", "-p", "no:cacheprovider"]
+    command += ["--spark-connect"]
     command += [f"--junitxml={report}", "-W", "ignore::FutureWarning", *CONNECT_MODULES]
     env = {
         **os.environ,
