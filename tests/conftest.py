@@ -83,3 +83,12 @@ def external_python():
     """The interpreter of a virtual environment with only ubunye-rows (pandas, Spark, Pipes
     extras) and dagster-pipes: the external side of Dagster Pipes (tests/external_python.py)."""
     return build_external_python()
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Under ``-n``, every Spark test runs on one worker: one local SparkSession (one JVM)
+    serves them all instead of one per worker."""
+    for item in items:
+        if item.get_closest_marker("spark") is not None:
+            item.add_marker(pytest.mark.xdist_group("spark"))

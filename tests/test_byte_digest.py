@@ -17,6 +17,9 @@ from ubunye_core.materialisations.byte_digest import (
     is_data_file,
 )
 
+# Runs no Dagster: CI runs it on the newest Dagster only (tests/test_code_shape.py checks).
+pytestmark = pytest.mark.dagster_free
+
 LOCAL = fsspec.filesystem("file", auto_mkdir=True)
 
 

@@ -15,6 +15,9 @@ from ubunye_core.cli import main
 from ubunye_core.records.model import RunRecord, StepRecord
 from ubunye_core.store import LineageStore, task_name_for_key
 
+# Runs no Dagster: CI runs it on the newest Dagster only (tests/test_code_shape.py checks).
+pytestmark = pytest.mark.dagster_free
+
 H1, H2 = "sha256:" + "1" * 64, "sha256:" + "2" * 64
 TASK = task_name_for_key(["raw", "orders"])
 ENV = sample_environment(dagster="1.13.27", pandas="3.1.1")

@@ -7,6 +7,11 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
+import pytest
+
+# Runs no Dagster: CI runs it on the newest Dagster only (tests/test_code_shape.py checks).
+pytestmark = pytest.mark.dagster_free
+
 ROOT = Path(__file__).resolve().parent.parent
 #: Each project package and the folder that holds it (``ubunye_rows`` is its own distribution).
 PACKAGES = {
@@ -124,3 +129,33 @@ def test_dagster_internals_are_imported_by_one_module_only():
             if any(n.startswith("dagster._") for n in imported_names(node)):
                 importers.append(str(path.relative_to(ROOT)))
     assert sorted(set(importers)) == [str(INTERNALS.relative_to(ROOT))]
+
+
+#: What a test marked ``dagster_free`` must never import, directly or through a helper module
+#: of tests/ or a project package: Dagster, or what brings it in.
+DAGSTER_SIDE = {"dagster", "dagster_pyspark", "dagster_dg_cli", "ubunye_dagster", "example_project"}
+TESTS = ROOT / "tests"
+
+
+def dagster_imports(path: Path, seen: set[Path]) -> list[str]:
+    """The Dagster-side modules ``path`` imports, following the helpers of tests/ and the
+    project's packages it imports."""
+    found = []
+    known = modules()
+    for node in ast.walk(ast.parse(path.read_text())):
+        for name in imported_names(node):
+            top = name.split(".")[0]
+            nested = known.get(name) or (TESTS / f"{top}.py")
+            if top in DAGSTER_SIDE:
+                found.append(f"{path.name}: {name}")
+            elif nested.exists() and nested not in seen:
+                seen.add(nested)
+                found += dagster_imports(nested, seen)
+    return found
+
+
+def test_a_test_module_marked_dagster_free_imports_no_dagster():
+    marked = [p for p in TESTS.glob("test_*.py") if "pytest.mark.dagster_free" in p.read_text()]
+    assert len(marked) >= 10, marked  # the marker is in use, so the check checks something
+    leaks = {p.name: dagster_imports(p, {p}) for p in marked}
+    assert {name: found for name, found in leaks.items() if found} == {}

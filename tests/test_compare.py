@@ -10,6 +10,9 @@ from sample_records import sample_environment
 from ubunye_core.records.compare import compare
 from ubunye_core.records.model import RunRecord, StepRecord
 
+# Runs no Dagster: CI runs it on the newest Dagster only (tests/test_code_shape.py checks).
+pytestmark = pytest.mark.dagster_free
+
 ref_cli = pytest.importorskip("ubunye.cli.lineage")
 ref_context = pytest.importorskip("ubunye.lineage.context")
 

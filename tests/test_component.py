@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import inspect
 import json
 import shutil
 from pathlib import Path
@@ -118,6 +119,14 @@ def test_an_unknown_attribute_is_refused_with_the_closest_valid_name(root, tmp_p
     assert "has no field 'base_pth' (did you mean 'base_path'?)" in checked.stdout + checked.stderr
 
 
+def load_defs_folder(project: Path) -> dg.Definitions:
+    """The project's definitions as `dg` loads them (``path_within_project`` replaces the
+    deprecated ``project_root`` in newer Dagster)."""
+    if "path_within_project" in inspect.signature(dg.load_from_defs_folder).parameters:
+        return dg.load_from_defs_folder(path_within_project=project)
+    return dg.load_from_defs_folder(project_root=project)
+
+
 def test_the_components_definitions_record_an_early_failure_under_materialize_in_process(
     root, tmp_path, monkeypatch
 ):
@@ -125,7 +134,7 @@ def test_the_components_definitions_record_an_early_failure_under_materialize_in
     monkeypatch.syspath_prepend(str(project / "src"))
     monkeypatch.chdir(tmp_path)  # the component's relative usecase_dir and base_path: here
     monkeypatch.setenv(FEED_DOWN, "1")
-    defs = dg.load_from_defs_folder(project_root=project)
+    defs = load_defs_folder(project)
 
     result = dg.materialize(
         defs.assets, resources=defs.resources, selection="feed", raise_on_error=False

@@ -4,7 +4,12 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from ubunye_rows.testing.backend_conformance import RowsV1Conformance
+
+# Runs no Dagster: CI runs it on the newest Dagster only (tests/test_code_shape.py checks).
+pytestmark = pytest.mark.dagster_free
 
 
 class TestArrowTables(RowsV1Conformance):

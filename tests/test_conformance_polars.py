@@ -8,6 +8,9 @@ import pytest
 
 from ubunye_rows.testing.backend_conformance import RowsV1Conformance
 
+# Runs no Dagster: CI runs it on the newest Dagster only (tests/test_code_shape.py checks).
+pytestmark = pytest.mark.dagster_free
+
 pl = pytest.importorskip("polars")
 
 

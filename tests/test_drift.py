@@ -23,6 +23,9 @@ from ubunye_core.records.drift import (
     validate_flag_reasons,
 )
 
+# Runs no Dagster: CI runs it on the newest Dagster only (tests/test_code_shape.py checks).
+pytestmark = pytest.mark.dagster_free
+
 CODE = "sha256:" + "c" * 64
 ENV = "sha256:" + "e" * 64
 

@@ -17,6 +17,9 @@ from ubunye_rows.hashing.canonical import arrow_canonical_lines
 from ubunye_rows.hashing.digest import LANE_MASK, line_lanes
 from ubunye_rows.hashing.types import schema_pairs
 
+# Runs no Dagster: CI runs it on the newest Dagster only (tests/test_code_shape.py checks).
+pytestmark = pytest.mark.dagster_free
+
 LINES = [
     '{"a":1}',
     "{}",

@@ -11,6 +11,9 @@ from pydantic import ValidationError
 from ubunye_core.records.model import RECORD_VERSION, RunRecord, StepRecord
 from ubunye_rows.hashing.digest import Fingerprint
 
+# Runs no Dagster: CI runs it on the newest Dagster only (tests/test_code_shape.py checks).
+pytestmark = pytest.mark.dagster_free
+
 ref_context = pytest.importorskip("ubunye.lineage.context")
 
 HASH_A = "sha256:" + "a" * 64

@@ -24,7 +24,8 @@ from ubunye_rows import fingerprint
 from ubunye_rows.evidence import code_hash, environment, environment_hash
 
 # The module's fixtures are built once: all its tests run on one xdist worker.
-pytestmark = pytest.mark.xdist_group(__name__)
+# Runs no Dagster: CI runs it on the newest Dagster only (tests/test_code_shape.py checks).
+pytestmark = [pytest.mark.dagster_free, pytest.mark.xdist_group(__name__)]
 
 pd = pytest.importorskip("pandas")
 pytest.importorskip("ubunye.lineage.recorder")

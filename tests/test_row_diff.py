@@ -13,6 +13,9 @@ from sketch_tables import SCHEMA, row_key, rows, table_of
 from ubunye_core.diff.rows import diff_tables
 from ubunye_rows import fingerprint
 
+# Runs no Dagster: CI runs it on the newest Dagster only (tests/test_code_shape.py checks).
+pytestmark = pytest.mark.dagster_free
+
 edits = st.lists(
     st.one_of(
         st.tuples(st.just("delete"), st.integers(0, 10**6)),

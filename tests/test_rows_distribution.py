@@ -10,9 +10,13 @@ import textwrap
 from pathlib import Path
 
 import pyarrow as pa
+import pytest
 
 import ubunye_rows
 from ubunye_rows import code_hash, environment, environment_hash, fingerprint
+
+# Runs no Dagster: CI runs it on the newest Dagster only (tests/test_code_shape.py checks).
+pytestmark = pytest.mark.dagster_free
 
 ROOT = Path(__file__).resolve().parent.parent
 #: What ubunye-rows must never need: frame libraries it does not hash, and everything above it.

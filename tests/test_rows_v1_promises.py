@@ -16,6 +16,9 @@ from ubunye_rows.hashing import arrow_schema_pairs, fingerprint_rows
 from ubunye_rows.hashing.digest import data_hash, schema_hash
 from ubunye_rows.hashing.frames import no_column_table
 
+# Runs no Dagster: CI runs it on the newest Dagster only (tests/test_code_shape.py checks).
+pytestmark = pytest.mark.dagster_free
+
 UTC = dt.timezone.utc
 
 

@@ -21,6 +21,9 @@ from ubunye_rows.hashing.digest import data_hash
 from ubunye_rows.hashing.fingerprint import fingerprint_rows
 from ubunye_rows.sketch import BUCKETS, Sketch, combine
 
+# Runs no Dagster: CI runs it on the newest Dagster only (tests/test_code_shape.py checks).
+pytestmark = pytest.mark.dagster_free
+
 ENGINES = ["arrow", "pandas", "polars"]
 tables = st.lists(rows, max_size=40)
 

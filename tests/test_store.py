@@ -31,6 +31,9 @@ from ubunye_core.store import (
     task_name_for_key,
 )
 
+# Runs no Dagster: CI runs it on the newest Dagster only (tests/test_code_shape.py checks).
+pytestmark = pytest.mark.dagster_free
+
 TASK = "shop/sales/raw.orders"
 
 

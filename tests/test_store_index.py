@@ -31,6 +31,9 @@ from ubunye_core.records.model import RunRecord
 from ubunye_core.store import LineageStore
 from ubunye_core.store.index import CACHE_DIR_ENV, INDEX_FILE_NAME
 
+# Runs no Dagster: CI runs it on the newest Dagster only (tests/test_code_shape.py checks).
+pytestmark = pytest.mark.dagster_free
+
 TASKS = ["shop/sales/raw.orders", "shop/sales/daily", "shop/ops/raw.orders", "bank/risk/raw.orders"]
 SCOPES = [None, "shop", "shop/sales", "shop/sales/daily"]
 STARTS = [
