@@ -85,10 +85,24 @@ def external_python():
     return build_external_python()
 
 
-@pytest.hookimpl(tryfirst=True)
+#: The files that take longest (minutes: webservers, a Spark Connect pass, wheel builds, the
+#: Spark example), run first. Under ``-n auto --dist loadfile`` a file is one unit of work, so
+#: starting the long ones first keeps a worker from being left with one at the end.
+LONGEST_FIRST = (
+    "test_spark_connect.py",
+    "test_e2e_webserver_adoption.py",
+    "test_e2e_webserver.py",
+    "test_component.py",
+    "test_e2e_webserver_failures.py",
+    "test_wheel_install.py",
+    "test_spark_pipes.py",
+    "test_spark_example.py",
+    "test_spark_conformance.py",
+    "test_spark_rows_v1.py",
+)
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Under ``-n``, every Spark test runs on one worker: one local SparkSession (one JVM)
-    serves them all instead of one per worker."""
-    for item in items:
-        if item.get_closest_marker("spark") is not None:
-            item.add_marker(pytest.mark.xdist_group("spark"))
+    """The longest files first, in ``LONGEST_FIRST`` order; every other test keeps its place."""
+    rank = {name: place for place, name in enumerate(LONGEST_FIRST)}
+    items.sort(key=lambda item: rank.get(item.path.name, len(rank)))

@@ -23,8 +23,7 @@ from components_project import (
 from ubunye_core.store import LineageStore
 from ubunye_dagster.metadata import DATA_HASH, RECORD_PATH, SUMMARY
 
-# The module's fixtures are built once: all its tests run on one xdist worker.
-pytestmark = [pytest.mark.xdist_group(__name__), pytest.mark.timeout(900), NEEDS_COMPONENTS_DAGSTER]
+pytestmark = [pytest.mark.timeout(900), NEEDS_COMPONENTS_DAGSTER]
 
 
 @pytest.fixture(scope="module")

@@ -22,8 +22,7 @@ from example_project.run import DAYS
 from example_project.webserver import DagsterDev
 from ubunye_dagster import CHECK_NAME
 
-# The module's fixtures are built once: all its tests run on one xdist worker.
-pytestmark = [pytest.mark.xdist_group(__name__), pytest.mark.e2e, pytest.mark.timeout(300)]
+pytestmark = [pytest.mark.e2e, pytest.mark.timeout(300)]
 
 #: The asset read back through the UI, and where its record must be (identity mapping).
 ASSET = ["sales", "order_lines"]

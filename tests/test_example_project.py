@@ -35,9 +35,6 @@ from example_project.seed_data.generate import write_seed_data
 from ubunye_dagster import CHECK_NAME, build_expectation_checks
 from ubunye_dagster.expectations import parse_rules
 
-# The module's fixtures are built once: all its tests run on one xdist worker.
-pytestmark = pytest.mark.xdist_group(__name__)
-
 
 @pytest.fixture(scope="module")
 def pandas_and_polars_run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:

@@ -21,9 +21,8 @@ from ubunye_rows.hashing import native, table_lanes
 from ubunye_rows.hashing.canonical import arrow_canonical_lines
 from ubunye_rows.hashing.types import schema_pairs
 
-# The module's fixtures are built once: all its tests run on one xdist worker.
 # Runs no Dagster: CI runs it on the newest Dagster only (tests/test_code_shape.py checks).
-pytestmark = [pytest.mark.dagster_free, pytest.mark.xdist_group(__name__)]
+pytestmark = pytest.mark.dagster_free
 
 # derandomize: one generated nested struct (not yet pinned down) makes pyarrow's
 # StructArray.flatten abort the whole process, not raise; a fixed sequence keeps CI's run the

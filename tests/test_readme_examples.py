@@ -8,9 +8,6 @@ from pathlib import Path
 
 import pytest
 
-# The module's fixtures are built once: all its tests run on one xdist worker.
-pytestmark = pytest.mark.xdist_group(__name__)
-
 SCRIPT = Path(__file__).resolve().parent.parent / "scripts" / "readme_examples.py"
 
 

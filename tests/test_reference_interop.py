@@ -23,9 +23,8 @@ from ubunye_core.store import LineageStore, encode_name, task_name_for_key
 from ubunye_rows import fingerprint
 from ubunye_rows.evidence import code_hash, environment, environment_hash
 
-# The module's fixtures are built once: all its tests run on one xdist worker.
 # Runs no Dagster: CI runs it on the newest Dagster only (tests/test_code_shape.py checks).
-pytestmark = [pytest.mark.dagster_free, pytest.mark.xdist_group(__name__)]
+pytestmark = pytest.mark.dagster_free
 
 pd = pytest.importorskip("pandas")
 pytest.importorskip("ubunye.lineage.recorder")

@@ -34,9 +34,8 @@ from ubunye_rows.hashing.canonical import java_float_text, value_text
 from ubunye_rows.hashing.types import schema_pairs
 from ubunye_rows.testing.edge_values import MISSING_AND_SPECIAL_DOUBLES, NOTATION_BOUNDARIES
 
-# The module's fixtures are built once: all its tests run on one xdist worker.
 # Runs no Dagster: CI runs it on the newest Dagster only (tests/test_code_shape.py checks).
-pytestmark = [pytest.mark.dagster_free, pytest.mark.xdist_group(__name__)]
+pytestmark = pytest.mark.dagster_free
 
 # The reference's parallel helpers start processes for large tables only; keep them off.
 os.environ.setdefault("UBUNYE_HASH_WORKERS", "1")

@@ -18,8 +18,9 @@ from example_project import __main__ as quick_start
 from example_project.paths import HOME_ENV
 from example_project.run import DAYS, TRACED_ASSET
 
-# The module's fixtures are built once: all its tests run on one xdist worker.
-pytestmark = [pytest.mark.xdist_group(__name__), pytest.mark.spark]
+# Its module fixtures are built once: as a Spark module, it runs on the one Spark worker
+# (tests/conftest.py).
+pytestmark = pytest.mark.spark
 
 
 @pytest.fixture(scope="module")

@@ -26,8 +26,7 @@ import pytest
 from ubunye_rows import fingerprint
 
 pytest.importorskip("build.env")  # the `build` frontend (dev extra), not a stray build/ folder
-# The module's fixtures are built once: all its tests run on one xdist worker.
-pytestmark = [pytest.mark.xdist_group(__name__), pytest.mark.wheel]
+pytestmark = pytest.mark.wheel
 
 ROOT = Path(__file__).resolve().parent.parent
 
