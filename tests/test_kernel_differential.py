@@ -170,7 +170,7 @@ def column(draw: st.DrawFn, depth: int = 0) -> tuple[pa.DataType, st.SearchStrat
     count = draw(st.integers(0, 3))
     names = draw(
         st.lists(
-            st.sampled_from(["a", "b", "é", "x y", 'q"', "n:1", "c,d", "<t>"]),
+            st.sampled_from(["a", "b", "é", "x y", 'q"', "n:1", "c,d", "<t>", "nul\x00in"]),
             min_size=count,
             max_size=count,
             unique=True,
@@ -365,6 +365,19 @@ def test_a_column_the_kernel_does_not_write_takes_the_python_path():
     before = native.fallbacks["columns"]
     assert_rows_agree(table)
     assert native.fallbacks["columns"] > before
+
+
+
+def test_a_struct_field_name_holding_a_nul_byte_takes_the_python_path():
+    # The C Data interface passes field names NUL-terminated: the kernel would see "a" alone.
+    cut = pa.struct([("a\x00b", pa.bool_()), ("a", pa.int8())])
+    table = pa.table({"s": pa.array([{"a\x00b": True, "a": 1}, {"a\x00b": None, "a": 2}], cut)})
+    before = native.fallbacks["columns"]
+    fingerprint(table)
+    assert native.fallbacks["columns"] == before + 1
+    assert_rows_agree(table)
+    lines = arrow_canonical_lines(table)
+    assert lines[0] == '{"s":{"a\\u0000b":true,"a":1}}'  # in field order
 
 
 def test_without_the_extension_hashing_warns_once_with_the_install_command(monkeypatch):

@@ -49,6 +49,8 @@ def kernel_writes(arrow_type: pa.DataType, kind: str) -> bool:
         names = [field.name for field in arrow_type]
         if len(set(names)) != len(names):
             return False  # the spec's rows are dicts: a repeated field name keeps one value
+        if any("\x00" in name for name in names):
+            return False  # the C Data interface passes names NUL-terminated: they would be cut
         fields = struct_field_kinds(kind)
         return all(kernel_writes(f.type, fields.get(f.name, "")) for f in arrow_type)
     scalars = (t.is_integer, t.is_floating, t.is_boolean, t.is_string, t.is_large_string)
