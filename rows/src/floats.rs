@@ -1,6 +1,6 @@
 //! Doubles and floats as Java's `Double.toString` / `Float.toString` write them (rows-v1).
 //!
-//! The digits are the shortest that read back (ryu), laid out as Java does: plain decimals for
+//! The digits are the shortest that read back (zmij), laid out as Java does: plain decimals for
 //! 1e-3 <= |x| < 1e7, else `d.dddE<n>`; where the shortest form has a single digit, Java writes
 //! the nearest two-digit decimal that still reads back (`4.9E-324`). NaN and the infinities are
 //! JSON strings. The Python path (`canonical.py`) is the specification this module follows.
@@ -19,7 +19,7 @@ struct Shortest {
 }
 
 impl Shortest {
-    /// Reads a positive number's text as ryu or Rust's `{:e}` writes it (`123.45`, `1e-7`,
+    /// Reads a positive number's text as zmij or Rust's `{:e}` writes it (`123.45`, `1e-7`,
     /// `4.9e-324`).
     fn parse(text: &str) -> Shortest {
         let (mantissa, exponent) = match text.split_once('e') {
@@ -61,9 +61,9 @@ pub fn write_f64(x: f64, out: &mut Vec<u8>) {
         out.extend_from_slice(text);
         return;
     }
-    let mut buffer = ryu::Buffer::new();
+    let mut buffer = zmij::Buffer::new();
     if (PLAIN_LOW..PLAIN_HIGH).contains(&x.abs()) {
-        // ryu writes this range as Java does: positional, ".0" after a whole number.
+        // zmij writes this range as Java does: positional, ".0" after a whole number.
         out.extend_from_slice(buffer.format_finite(x).as_bytes());
         return;
     }
@@ -80,7 +80,7 @@ pub fn write_f32(x: f32, out: &mut Vec<u8>) {
         out.extend_from_slice(text);
         return;
     }
-    let mut buffer = ryu::Buffer::new();
+    let mut buffer = zmij::Buffer::new();
     if (PLAIN_LOW..PLAIN_HIGH).contains(&f64::from(x.abs())) {
         out.extend_from_slice(buffer.format_finite(x).as_bytes());
         return;

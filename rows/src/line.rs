@@ -5,8 +5,7 @@ use arrow_array::RecordBatch;
 
 use crate::error::{KernelError, Result};
 use crate::strings::Bytes;
-use crate::text;
-use crate::writer::{write_struct, Column};
+use crate::writer::{member_head, write_struct, Column};
 
 /// What each row of a batch is hashed as.
 pub enum Rows<'a> {
@@ -33,10 +32,10 @@ impl<'a> Rows<'a> {
         }
         let mut members = Vec::with_capacity(names.len());
         for ((name, column), &is_raw) in names.iter().zip(batch.columns()).zip(raw) {
-            let mut head = Vec::with_capacity(name.len() + 3);
-            text::write_json_string(name.as_bytes(), &mut head);
-            head.push(b':');
-            members.push((head, Column::new(column.as_ref(), is_raw)?));
+            members.push((
+                member_head(name.as_bytes()),
+                Column::new(column.as_ref(), is_raw)?,
+            ));
         }
         Ok(Rows::Table {
             members,

@@ -13,19 +13,30 @@ const MICROS_PER_DAY: i64 = 86_400_000_000;
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct OutOfRange(pub String);
 
-/// (year, month, day) of a day number counted from 1970-01-01 (proleptic Gregorian).
-fn civil_from_days(days: i64) -> (i64, u32, u32) {
-    // Howard Hinnant's days_from_civil inverse: eras of 400 years from 0000-03-01.
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let day_of_era = z.rem_euclid(146_097);
-    let year_of_era =
-        (day_of_era - day_of_era / 1460 + day_of_era / 36_524 - day_of_era / 146_096) / 365;
-    let day_of_year = day_of_era - (365 * year_of_era + year_of_era / 4 - year_of_era / 100);
-    let mp = (5 * day_of_year + 2) / 153;
-    let day = (day_of_year - (153 * mp + 2) / 5 + 1) as u32;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
-    let year = year_of_era + era * 400 + i64::from(month <= 2);
+/// (year, month, day) of a day number counted from 1970-01-01 (proleptic Gregorian), for the
+/// days rows-v1 writes (`FIRST_DAY..=LAST_DAY`).
+fn civil_from_days(days: i64) -> (u32, u32, u32) {
+    // Neri and Schneider's Euclidean affine calendar (2021): unsigned 32-bit arithmetic whose
+    // divisions by constants compile to multiplications. Days are shifted by 82 eras of 400
+    // years so that every day from year 1 on is a positive count from 0000-03-01.
+    const ERAS: u32 = 82;
+    const SHIFT: u32 = 719_468 + 146_097 * ERAS;
+    let n = (days as i32 as u32).wrapping_add(SHIFT);
+    let n1 = 4 * n + 3;
+    let century = n1 / 146_097;
+    let n2 = (n1 % 146_097) | 3;
+    let p2 = 2_939_745u64 * u64::from(n2);
+    let year_of_century = (p2 >> 32) as u32;
+    let day_of_year = (p2 as u32) / 2_939_745 / 4;
+    let n3 = 2141 * day_of_year + 197_913;
+    let (month, day) = (n3 >> 16, (n3 & 0xFFFF) / 2141 + 1);
+    let january_or_february = day_of_year >= 306;
+    let year = 100 * century + year_of_century + u32::from(january_or_february) - 400 * ERAS;
+    let month = if january_or_february {
+        month - 12
+    } else {
+        month
+    };
     (year, month, day)
 }
 
@@ -53,8 +64,8 @@ fn day_text(days: i64) -> Result<[u8; 10], OutOfRange> {
     }
     let (year, month, day) = civil_from_days(days);
     let mut text = *b"0000-00-00";
-    put_pair(&mut text, 0, year as u32 / 100);
-    put_pair(&mut text, 2, year as u32 % 100);
+    put_pair(&mut text, 0, year / 100);
+    put_pair(&mut text, 2, year % 100);
     put_pair(&mut text, 5, month);
     put_pair(&mut text, 8, day);
     Ok(text)
@@ -124,6 +135,28 @@ mod tests {
         assert_eq!(date(11_016).unwrap(), "\"2000-02-29\"");
         assert!(date(FIRST_DAY - 1).is_err());
         assert!(date(LAST_DAY + 1).is_err());
+    }
+
+    #[test]
+    fn every_day_of_the_years_1_to_9999_against_counting_days() {
+        let month_length = |year: u32, month: u32| match month {
+            2 if year % 4 == 0 && (year % 100 != 0 || year % 400 == 0) => 29,
+            2 => 28,
+            4 | 6 | 9 | 11 => 30,
+            _ => 31,
+        };
+        let (mut year, mut month, mut day) = (1, 1, 1);
+        for days in FIRST_DAY..=LAST_DAY {
+            assert_eq!(civil_from_days(days), (year, month, day), "day {days}");
+            day += 1;
+            if day > month_length(year, month) {
+                (day, month) = (1, month + 1);
+                if month > 12 {
+                    (month, year) = (1, year + 1);
+                }
+            }
+        }
+        assert_eq!((year, month, day), (10_000, 1, 1));
     }
 
     #[test]

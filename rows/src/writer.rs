@@ -261,10 +261,10 @@ fn struct_kind(array: &dyn Array) -> Result<Kind<'_>> {
     let structs = array.as_struct();
     let mut fields = Vec::with_capacity(structs.num_columns());
     for (field, child) in structs.fields().iter().zip(structs.columns()) {
-        let mut head = Vec::new();
-        text::write_json_string(field.name().as_bytes(), &mut head);
-        head.push(b':');
-        fields.push((head, Column::new(child.as_ref(), false)?));
+        fields.push((
+            member_head(field.name().as_bytes()),
+            Column::new(child.as_ref(), false)?,
+        ));
     }
     Ok(Kind::Struct(fields))
 }
@@ -348,20 +348,27 @@ fn write_list(
     Ok(())
 }
 
-/// Appends `{"name":value,...}` of row `i` of `fields` (each with its written `"name":` head),
-/// null members left out: a struct's value, and a whole row's line.
+/// `,"name":`, the text written before a member's value (the first member written skips the
+/// comma, so each member costs one copy).
+pub fn member_head(name: &[u8]) -> Vec<u8> {
+    let mut head = Vec::with_capacity(name.len() + 4);
+    head.push(b',');
+    text::write_json_string(name, &mut head);
+    head.push(b':');
+    head
+}
+
+/// Appends `{"name":value,...}` of row `i` of `fields` (each with its `member_head`), null
+/// members left out: a struct's value, and a whole row's line.
 pub fn write_struct(fields: &[(Vec<u8>, Column<'_>)], i: usize, out: &mut Vec<u8>) -> Result<()> {
     out.push(b'{');
-    let mut first = true;
+    let mut comma = 1; // bytes of the head to skip: the comma, until a member is written
     for (head, column) in fields {
         if column.is_null(i) {
             continue;
         }
-        if !first {
-            out.push(b',');
-        }
-        first = false;
-        out.extend_from_slice(head);
+        out.extend_from_slice(&head[comma..]);
+        comma = 0;
         column.write(i, out)?;
     }
     out.push(b'}');
