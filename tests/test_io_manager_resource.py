@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 from pathlib import Path
 
 import dagster as dg
 import pandas as pd
 import pytest
+from disk_flushes import NAMES_FDS, flushed_files
 
 from ubunye_core.store import LineageStore
 from ubunye_dagster import UbunyeIOManager, UbunyeResource, with_error_records
@@ -135,3 +137,17 @@ def test_records_are_readable_by_the_reference_cli(tmp_path):
     assert run["status"] == "success"
     assert run["outputs"][0]["data_hash"] == record.outputs[0].data_hash
     assert run["inputs"][0]["data_hash"] == record.inputs[0].data_hash
+
+
+@NAMES_FDS
+def test_durable_records_flushes_every_record_the_io_manager_saves(tmp_path, monkeypatch):
+    flushed = flushed_files(monkeypatch)
+    settings = UbunyeResource(usecase_dir=str(tmp_path), durable_records=True)
+    manager = UbunyeIOManager(base_path=str(tmp_path / "data"), ubunye=settings)
+    result = dg.materialize([stock], resources={"io_manager": manager})
+
+    assert result.success
+    record_path = result.asset_materializations_for_node("stock")[0].metadata
+    folder = os.path.dirname(record_path["ubunye/record_path"].value)
+    assert flushed and flushed[-1] == folder  # the record file, then the folder it is renamed in
+    assert any(os.path.dirname(p) == folder and p.endswith(".tmp") for p in flushed)

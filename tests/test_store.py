@@ -14,6 +14,7 @@ import warnings
 from itertools import islice
 
 import pytest
+from disk_flushes import NAMES_FDS, flushed_files
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from upath import UPath
@@ -253,6 +254,27 @@ def test_a_new_record_file_gets_ordinary_permissions(tmp_path):
     os.umask(mask)
     path = LineageStore(tmp_path).save(make_record("r"))
     assert os.stat(path.path).st_mode & 0o777 == 0o666 & ~mask
+
+
+@NAMES_FDS
+def test_a_durable_store_flushes_each_record_then_its_folder_to_disk(tmp_path, monkeypatch):
+    flushed = flushed_files(monkeypatch)
+    path = LineageStore(tmp_path, durable=True).save(make_record("r"))
+    folder = os.path.dirname(path.path)
+    [temporary, renamed_into] = flushed
+    assert os.path.dirname(temporary) == folder and temporary.endswith(".tmp")
+    assert renamed_into == folder
+    assert LineageStore(tmp_path).load(TASK, "r").run_id == "r"
+
+
+@NAMES_FDS
+def test_a_store_that_is_not_durable_writes_whole_records_without_flushing(tmp_path, monkeypatch):
+    flushed = flushed_files(monkeypatch)
+    store = LineageStore(tmp_path)
+    for i in range(3):
+        store.save(make_record(f"r{i}"))
+    assert flushed == []
+    assert [store.load(TASK, f"r{i}").run_id for i in range(3)] == ["r0", "r1", "r2"]
 
 
 # --- listing and search -------------------------------------------------------------------

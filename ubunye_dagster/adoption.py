@@ -93,6 +93,7 @@ class ReceiptSettings(BaseModel):
         "fail", description=_described(UbunyeResource, "verify_reads")
     )
     code_folder: str | None = Field(None, description=_described(UbunyeResource, "code_folder"))
+    durable_records: bool = Field(False, description=_described(UbunyeResource, "durable_records"))
     drift_sensor: DriftSensorSettings | None = Field(
         default=DriftSensorSettings(),
         description="build_drift_sensor's arguments; null for no sensor.",

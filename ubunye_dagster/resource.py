@@ -86,6 +86,12 @@ class UbunyeResource(dg.ConfigurableResource):
     storage_options: dict[str, Any] = Field(
         default_factory=dict, description="fsspec options for a lineage folder on object storage."
     )
+    durable_records: bool = Field(
+        default=False,
+        description="Flush each local record file and its folder to disk (fsync) before it "
+        "counts as saved, so records survive a power loss. Off, a record is still written whole "
+        "or not at all (a temporary file renamed into place); on costs two disk flushes a save.",
+    )
 
     @field_validator("usecase")
     @classmethod
@@ -96,9 +102,12 @@ class UbunyeResource(dg.ConfigurableResource):
         """The lineage store records are saved in."""
         from upath import UPath
 
+        durable = self.durable_records
         if self.lineage_dir:
-            return LineageStore(UPath(self.lineage_dir, **self.storage_options))
-        return LineageStore.for_usecase_dir(UPath(self.usecase_dir, **self.storage_options))
+            return LineageStore(UPath(self.lineage_dir, **self.storage_options), durable=durable)
+        return LineageStore.for_usecase_dir(
+            UPath(self.usecase_dir, **self.storage_options), durable=durable
+        )
 
     def fingerprint(self, frame: Any) -> Fingerprint:
         """rows-v1 of a pandas, Arrow, polars or Spark frame; a failure says why (never raises)."""

@@ -66,6 +66,7 @@ class StoreLayout:
         *,
         use_index: bool = True,
         progress: Progress | None = None,
+        durable: bool = False,
     ) -> None:
         path = UPath(root)
         if self._is_local(path):
@@ -73,6 +74,9 @@ class StoreLayout:
         self._root = path
         self.use_index = use_index
         self.progress = progress
+        #: Local records are flushed to disk (the file, then its folder) before they count as
+        #: saved: they survive a power loss, at two fsyncs a save.
+        self.durable = durable
 
     @classmethod
     def for_usecase_dir(

@@ -1,9 +1,11 @@
 """Writing run records, atomically.
 
 On a local filesystem the record is written to a hidden temporary file beside its final name,
-flushed to disk, then renamed over it; on an object store it is one PUT. A crash or kill
-mid-write leaves the previous version (or nothing), never half a record, and writers in
-different processes never mix their bytes.
+then renamed over it; on an object store it is one PUT. A crash or kill mid-write leaves the
+previous version (or nothing), never half a record, and writers in different processes never
+mix their bytes. A durable store also flushes the file and its folder to disk (fsync), so the
+record survives a power loss too; that costs two disk flushes a save, which is why it is a
+choice (the data files beside the records are not flushed either).
 """
 
 from __future__ import annotations
@@ -36,7 +38,7 @@ class RecordWriter(StoreLayout):
         text = record.to_json()
         data = (text + "\n").encode("utf-8")
         if self._is_local(path):
-            _replace_local_file(path.path, data)
+            _replace_local_file(path.path, data, durable=self.durable)
         else:
             with suppress(OSError, NotImplementedError):
                 path.parent.mkdir(parents=True, exist_ok=True)
@@ -48,8 +50,9 @@ class RecordWriter(StoreLayout):
         return path
 
 
-def _replace_local_file(target: str, data: bytes) -> None:
-    """Write ``data`` to a hidden file beside ``target``, flush it to disk, rename it over."""
+def _replace_local_file(target: str, data: bytes, *, durable: bool) -> None:
+    """Write ``data`` to a hidden file beside ``target`` and rename it over; ``durable``: flush
+    the file to disk before the rename and the folder after it."""
     folder, name = os.path.split(target)
     os.makedirs(folder, exist_ok=True)
     temp = os.path.join(folder, f".{name}.{os.getpid()}.{secrets.token_hex(6)}.tmp")
@@ -59,14 +62,16 @@ def _replace_local_file(target: str, data: bytes) -> None:
     try:
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
+            if durable:
+                handle.flush()
+                os.fsync(handle.fileno())
         os.replace(temp, target)
     except BaseException:
         with suppress(OSError):
             os.unlink(temp)
         raise
-    _sync_folder(folder)
+    if durable:
+        _sync_folder(folder)
 
 
 def _sync_folder(folder: str) -> None:
