@@ -385,6 +385,31 @@ def test_partitions_are_never_compared_with_each_other(instance):
     assert all(e.passed for e in judged)
 
 
+def test_an_unpartitioned_receipt_is_judged_against_the_last_unpartitioned_one_past_partitions(
+    instance,
+):
+    @dg.asset(name="ledger")
+    def ledger() -> dg.Output:
+        return dg.Output([1, 2], metadata=receipt_metadata([1, 2]))
+
+    sensor = build_drift_sensor([ledger])
+    first = materialise(instance, [ledger])
+    for day in range(25):  # more than a page of partitioned history stands between the two
+        instance.report_runless_asset_event(
+            dg.AssetMaterialization(
+                "ledger", partition=f"day-{day}", metadata=receipt_metadata([day])
+            )
+        )
+    first_tick = tick(sensor, instance, None)
+    materialise(instance, [ledger])
+    second_tick = tick(sensor, instance, first_tick.cursor)
+
+    [judged] = evaluations_of(second_tick, "ledger")
+    assert "ubunye/partition" not in judged.metadata
+    assert meta(judged, "ubunye/verdict") == "unchanged"
+    assert meta(judged, "ubunye/previous_run") == first
+
+
 def test_a_second_tick_flags_nothing_new(instance):
     sensor = build_drift_sensor(pipeline())
     materialise(instance, pipeline(noisy_totals=True))

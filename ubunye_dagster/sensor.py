@@ -450,6 +450,9 @@ def _previous_record(
     """The newest materialisation of the same asset and partition before the storage id (the
     newest of all when it is None)."""
     cursor: str | None = None
+    # The newest record first, alone: an unpartitioned asset's previous materialisation is
+    # nearly always it, and every record fetched is deserialised. Pages of 20 after that.
+    limit = 1
     while True:
         result = instance.fetch_materializations(
             dg.AssetRecordsFilter(
@@ -457,10 +460,11 @@ def _previous_record(
                 asset_partitions=[partition] if partition is not None else None,
                 before_storage_id=before_storage_id,
             ),
-            limit=1 if partition is not None else 20,
+            limit=limit,
             cursor=cursor,
             ascending=False,
         )
+        limit = 20
         for record in result.records:
             # Without a partition filter the query spans partitions; an unpartitioned receipt
             # is only ever compared with another unpartitioned one.
