@@ -90,10 +90,8 @@ def external_python():
 #: starting the long ones first keeps a worker from being left with one at the end.
 LONGEST_FIRST = (
     "test_spark_connect.py",
-    "test_e2e_webserver_adoption.py",
     "test_e2e_webserver.py",
     "test_component.py",
-    "test_e2e_webserver_failures.py",
     "test_wheel_install.py",
     "test_spark_pipes.py",
     "test_spark_example.py",
