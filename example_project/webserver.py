@@ -152,11 +152,15 @@ class DagsterDev:
         *,
         workspace: Path = WORKSPACE,
         location: str = LOCATION,
+        env: Mapping[str, str] | None = None,
     ) -> None:
         self.dagster_home = dagster_home
         self.example_home = example_home
         self.workspace = workspace
+        #: The code location that `launch_run` and `sensor_ticks` address unless told another.
         self.location = location
+        #: Set in the environment of `dagster dev` (so of its code servers and run workers).
+        self.extra_env = dict(env or {})
         self.port = port or free_port()
         self.url = f"http://{LOOPBACK}:{self.port}"
         self.log_path = dagster_home / "dagster-dev.log"
@@ -180,6 +184,7 @@ class DagsterDev:
                 HOME_ENV: str(self.example_home),
                 "DAGSTER_DISABLE_TELEMETRY": "1",
                 "PYTHONUNBUFFERED": "1",
+                **self.extra_env,
             }
         )
         command = [
@@ -254,8 +259,12 @@ class DagsterDev:
             raise WebserverError(f"GraphQL errors: {payload['errors']}")
         return payload["data"]
 
-    def wait_until_ready(self, timeout: float = 120.0) -> None:
-        """Wait until GraphQL answers and the example's code location has loaded."""
+    def wait_until_loaded(
+        self, locations: list[str] | None = None, timeout: float = 120.0
+    ) -> dict[str, str | None]:
+        """Wait until GraphQL answers and each of ``locations`` (default: this server's
+        location) has loaded or failed to load; {location: None, or its load error}."""
+        wanted = list(locations or [self.location])
         deadline = time.monotonic() + timeout
         last_problem = "no answer yet"
         while time.monotonic() < deadline:
@@ -266,22 +275,34 @@ class DagsterDev:
             except (urllib.error.URLError, ConnectionError, TimeoutError) as problem:
                 last_problem = repr(problem)
             else:
+                outcome: dict[str, str | None] = {}
                 for entry in workspace.get("locationEntries", []):
-                    if entry["name"] != self.location or entry["locationOrLoadError"] is None:
-                        continue
                     loaded = entry["locationOrLoadError"]
-                    if loaded["__typename"] == "PythonError":
-                        raise WebserverError(f"code location failed: {loaded['message']}")
-                    return
-                last_problem = f"location {self.location} not loaded yet"
-            time.sleep(0.5)
+                    if entry["name"] not in wanted or loaded is None:
+                        continue
+                    failed = loaded["__typename"] == "PythonError"
+                    outcome[entry["name"]] = loaded["message"] if failed else None
+                if len(outcome) == len(wanted):
+                    return outcome
+                waiting = sorted(set(wanted) - set(outcome))
+                last_problem = f"locations {', '.join(waiting)} not loaded yet"
+            time.sleep(0.25)
         raise WebserverError(f"not ready after {timeout:.0f}s ({last_problem}):\n{self.log_tail()}")
 
-    def launch_run(self, job_name: str, tags: Mapping[str, str] | None = None) -> str:
-        """Launch a run of one of the example's jobs; its run id."""
+    def wait_until_ready(self, timeout: float = 120.0, locations: list[str] | None = None) -> None:
+        """Wait until GraphQL answers and the example's code location (or each of
+        ``locations``) has loaded; a WebserverError if one failed to load."""
+        for location, error in self.wait_until_loaded(locations, timeout).items():
+            if error is not None:
+                raise WebserverError(f"code location {location} failed: {error}")
+
+    def launch_run(
+        self, job_name: str, tags: Mapping[str, str] | None = None, *, location: str | None = None
+    ) -> str:
+        """Launch a run of one of the jobs of the example (or of ``location``); its run id."""
         params = {
             "selector": {
-                "repositoryLocationName": self.location,
+                "repositoryLocationName": location or self.location,
                 "repositoryName": REPOSITORY,
                 "jobName": job_name,
             },
@@ -304,7 +325,7 @@ class DagsterDev:
                 raise WebserverError(f"run {run_id}: {run}")
             if run["status"] in FINISHED:
                 return str(run["status"])
-            time.sleep(1.0)
+            time.sleep(0.5)
         raise WebserverError(f"run {run_id} not finished after {timeout:.0f}s:\n{self.log_tail()}")
 
     def asset_state(self, asset_key: list[str]) -> dict[str, Any]:

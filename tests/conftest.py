@@ -85,20 +85,24 @@ def external_python():
     return build_external_python()
 
 
-#: The files that take longest (minutes: webservers, a Spark Connect pass, wheel builds, the
-#: Spark example), run first. Under ``-n auto --dist loadfile`` a file is one unit of work, so
-#: starting the long ones first keeps a worker from being left with one at the end.
+#: The files that take longest (minutes: a Spark Connect pass, the webserver, wheel builds, the
+#: `dg` project, the daemon-driven sensor, the Pipes subprocesses, the Spark modules), run first,
+#: longest first. Under ``-n auto --dist loadfile --no-loadscope-reorder`` a file is one unit of
+#: work handed out in this order, so no worker is left with a long one at the end.
 LONGEST_FIRST = (
     "test_spark_connect.py",
-    "test_e2e_webserver_adoption.py",
     "test_e2e_webserver.py",
-    "test_component.py",
-    "test_e2e_webserver_failures.py",
     "test_wheel_install.py",
-    "test_spark_pipes.py",
-    "test_spark_example.py",
-    "test_spark_conformance.py",
+    "test_component.py",
+    "test_sensor.py",
+    "test_pipes.py",
+    "test_io_manager_failures.py",
     "test_spark_rows_v1.py",
+    "test_spark_conformance.py",
+    "test_spark_pipes.py",
+    "test_spark_sketch.py",
+    "test_spark_example.py",
+    "test_adoption.py",
 )
 
 
