@@ -367,7 +367,6 @@ def test_a_column_the_kernel_does_not_write_takes_the_python_path():
     assert native.fallbacks["columns"] > before
 
 
-
 def test_a_struct_field_name_holding_a_nul_byte_takes_the_python_path():
     # The C Data interface passes field names NUL-terminated: the kernel would see "a" alone.
     cut = pa.struct([("a\x00b", pa.bool_()), ("a", pa.int8())])
