@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 from ubunye_rows import fingerprint
 from ubunye_rows.hashing import native, table_lanes
 from ubunye_rows.hashing.canonical import arrow_canonical_lines
-from ubunye_rows.hashing.types import schema_pairs
+from ubunye_rows.hashing.types import plain_type, schema_pairs
 
 # Runs no Dagster: CI runs it on the newest Dagster only (tests/test_code_shape.py checks).
 pytestmark = pytest.mark.dagster_free
@@ -357,6 +357,49 @@ def test_a_value_the_kernel_refuses_is_hashed_or_refused_by_the_python_path():
         with_kernel = fingerprint(table)
         assert native.fallbacks["tables"] == before + 1
         assert with_kernel.data_hash is None and with_kernel.error
+
+
+#: Columns whose plain form holds a list of nulls (or a list view): pyarrow 26's casts of these
+#: give invalid arrays, so the Python path builds the plain form itself.
+NULLS_UNDER_A_CAST = {
+    "struct": pa.array(
+        [{"b": [None, None], "d": "x"}, None, {"b": [None] * 4, "d": None}],
+        pa.struct([("b", pa.list_(pa.null())), ("d", pa.large_string())]),
+    ),
+    "large_list": pa.array([[[None] * 4], None, [None, []]], pa.large_list(pa.list_(pa.null()))),
+    "map": pa.array(
+        [[[("k", None), ("j", None), ("i", None)]], None, [None]],
+        pa.large_list(pa.map_(pa.string(), pa.null())),
+    ),
+    "list_view": pa.array([[1, 2], None, [3]], pa.list_view(pa.int64())),
+    # Cast, the last list reads as empty: a valid array, so only its digest can tell.
+    "list_view_after_empty": pa.array([[], [], [5]], pa.list_view(pa.int64())),
+}
+
+
+def _with_and_without_the_kernel(table: pa.Table, monkeypatch) -> tuple:
+    """``fingerprint(table)`` by the kernel, then by the Python path alone."""
+    with_kernel = fingerprint(table)
+    monkeypatch.setenv(native.KERNEL_ENV, "python")
+    without = fingerprint(table)
+    monkeypatch.delenv(native.KERNEL_ENV)
+    return with_kernel, without
+
+
+@pytest.mark.parametrize("name", NULLS_UNDER_A_CAST)
+def test_lists_of_nulls_and_list_views_under_a_cast_get_the_spec_data_hash_on_both_paths(
+    name, monkeypatch
+):
+    column = NULLS_UNDER_A_CAST[name]
+    table = pa.table({"c": column})
+    # The same values in the plain types need no cast: the spec's digest.
+    plain = pa.table({"c": pa.array(column.to_pylist(), plain_type(column.type))})
+    expected = fingerprint(plain)
+    for cut in (table, table.slice(1), pa.concat_tables([table.slice(0, 1), table.slice(1)])):
+        with_kernel, without = _with_and_without_the_kernel(cut, monkeypatch)
+        assert without.error is None, without.error
+        assert with_kernel.data_hash == without.data_hash
+    assert fingerprint(table).data_hash == expected.data_hash
 
 
 def test_a_column_the_kernel_does_not_write_takes_the_python_path():

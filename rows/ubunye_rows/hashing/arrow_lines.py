@@ -300,11 +300,9 @@ def _list_texts(col: pa.Array, kind: str) -> pa.Array:
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    offsets = col.offsets  # already moved by the slice, not yet starting at zero
-    first, last = offsets[0].as_py(), offsets[-1].as_py()
+    rebased, first, last = _offsets_from_zero(col)
     items = col.values.slice(first, last - first)
     texts = value_texts(items, list_item_kind(kind)).fill_null("null")
-    rebased = pc.subtract(offsets, first).cast(pa.int32())
     lists = pa.ListArray.from_arrays(rebased, texts, mask=col.is_null())
     return pc.binary_join_element_wise("[", pc.binary_join(lists, ","), "]", "")
 
@@ -318,12 +316,10 @@ def _map_texts(col: pa.Array, kind: str) -> pa.Array | None:
     key_type = col.type.key_type
     if not (pa.types.is_string(key_type) or pa.types.is_integer(key_type)):
         return None
-    offsets = col.offsets
-    first, last = offsets[0].as_py(), offsets[-1].as_py()
+    rebased, first, last = _offsets_from_zero(col)
     keys = col.keys.slice(first, last - first)
     items = col.items.slice(first, last - first)
     # The row each entry belongs to, so one sort by (row, key) sorts every map by its keys.
-    rebased = pc.subtract(offsets, first).cast(pa.int32())
     entries = pa.ListArray.from_arrays(rebased, pa.nulls(last - first, pa.null()))
     rows = pc.list_parent_indices(entries)
     order = pc.sort_indices(
@@ -484,6 +480,65 @@ def _date_texts(col: pa.Array) -> pa.Array:
     return pc.cast(col, pa.string())
 
 
+def _as_plain(col: pa.Array, plain: pa.DataType) -> pa.Array:
+    """``col`` with the values it holds, as a valid array of its :func:`plain_type` ``plain``.
+
+    Lists, maps and structs are rebuilt from their children here, not cast: pyarrow (26.0.1)
+    casts a list's null-typed values as long as the list, not as its offsets span, and a list
+    view without its last offset, so its casts of those give arrays that read wrong or abort.
+    """
+    import pyarrow as pa
+
+    t = col.type
+    if t == plain:
+        return col
+    if pa.types.is_dictionary(t):
+        return _as_plain(col.dictionary_decode(), plain)
+    mask = col.is_null() if col.null_count else None
+    if pa.types.is_struct(t):
+        children = [_as_plain(col.field(i), f.type) for i, f in enumerate(plain)]
+        return pa.StructArray.from_arrays(children, fields=list(plain), mask=mask)
+    if pa.types.is_map(t):
+        offsets, first, last = _offsets_from_zero(col)
+        keys = _as_plain(col.keys.slice(first, last - first), plain.key_type)
+        items = _as_plain(col.items.slice(first, last - first), plain.item_type)
+        return pa.MapArray.from_arrays(offsets, keys, items, type=plain, mask=mask)
+    if pa.types.is_list(plain):
+        offsets, values = _list_parts(col)
+        values = _as_plain(values, plain.value_type)
+        return pa.ListArray.from_arrays(offsets, values, type=plain, mask=mask)
+    return col.cast(plain)
+
+
+def _list_parts(col: pa.Array) -> tuple[pa.Array, pa.Array]:
+    """Any list layout's int32 offsets from zero and the values they span, in row order."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    t = col.type
+    if isinstance(t, pa.ListViewType | pa.LargeListViewType):
+        # A view's lists may lie anywhere in its values: flattening puts them in row order.
+        sizes = pc.list_value_length(col).fill_null(0).to_numpy()
+        return pa.array(np.concatenate([[0], np.cumsum(sizes)]), pa.int32()), pc.list_flatten(col)
+    if isinstance(t, pa.FixedSizeListType):
+        size = t.list_size
+        offsets = pa.array(np.arange(len(col) + 1) * size, pa.int32())
+        return offsets, col.values.slice(col.offset * size, len(col) * size)
+    offsets, first, last = _offsets_from_zero(col)
+    return offsets, col.values.slice(first, last - first)
+
+
+def _offsets_from_zero(col: pa.Array) -> tuple[pa.Array, int, int]:
+    """A list's or map's offsets moved to start at zero (int32), and its first and last."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    offsets = col.offsets  # already moved by the slice, not yet starting at zero
+    first, last = offsets[0].as_py(), offsets[-1].as_py()
+    return pc.subtract(offsets, first).cast(pa.int32()), first, last
+
+
 def value_texts(col: pa.Array, kind: str) -> pa.Array:
     """One column's canonical value texts as a string array; null where the value is null."""
     import pyarrow as pa
@@ -491,7 +546,7 @@ def value_texts(col: pa.Array, kind: str) -> pa.Array:
 
     plain = plain_type(col.type)
     if plain != col.type:
-        col = col.cast(plain)
+        col = _as_plain(col, plain)
     t = col.type
     if _kind_decides_text(t) and kind != canonical_type(t):
         # A struct field whose name holds ':', ',', '<' or '>' makes its kind text ambiguous;
