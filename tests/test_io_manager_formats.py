@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import datetime as dt
 import sys
+import threading
 from pathlib import Path
 
 import dagster as dg
@@ -215,3 +216,27 @@ def test_importing_the_package_does_not_import_a_frame_library():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+def test_the_hash_beside_the_parquet_encoder_leaves_it_a_core(tmp_path, monkeypatch):
+    from ubunye_rows.hashing import lanes, table_lanes
+
+    monkeypatch.setenv(lanes.HASH_THREADS_ENV, "2")
+    asked = threading.Event()
+    seen: list[int] = []
+    real_write, real_threads = arrow_files._write_parquet, table_lanes.hash_threads
+
+    def encoder_still_busy(table, sink):
+        asked.wait(10)  # the rows are encoded only once the hash has asked for its threads
+        return real_write(table, sink)
+
+    def threads_asked() -> int:
+        seen.append(real_threads())
+        asked.set()
+        return seen[-1]
+
+    monkeypatch.setattr(arrow_files, "_write_parquet", encoder_still_busy)
+    monkeypatch.setattr(table_lanes, "hash_threads", threads_asked)
+    assert run([source("encoded", TABLE)], tmp_path).success
+    assert seen == [1]
+    assert lanes.hash_threads() == 2  # outside the write, every core again

@@ -139,6 +139,26 @@ def test_the_thread_setting_is_read(monkeypatch):
     assert lanes.hash_threads() >= 1
 
 
+def test_cores_left_to_other_work_are_taken_from_the_hash_threads_in_this_thread_only(
+    monkeypatch,
+):
+    monkeypatch.setenv(lanes.HASH_THREADS_ENV, "4")
+    seen_elsewhere = []
+    with lanes.leaving_cores(1):
+        assert lanes.hash_threads() == 3
+        with lanes.leaving_cores(5):
+            assert lanes.hash_threads() == 1  # never below one thread
+        other = threading.Thread(target=lambda: seen_elsewhere.append(lanes.hash_threads()))
+        other.start()
+        other.join()
+        assert lanes.hash_threads() == 3
+    assert lanes.hash_threads() == 4
+    assert seen_elsewhere == [4]
+    with pytest.raises(ValueError, match="cores to leave"):
+        with lanes.leaving_cores(-1):
+            pass
+
+
 def test_the_engine_setting_picks_the_fallback(monkeypatch):
     monkeypatch.setenv(lanes.HASH_ENGINE_ENV, "hashlib")
     assert lanes.lane_engine() == "hashlib"

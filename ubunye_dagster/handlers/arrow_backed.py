@@ -25,6 +25,7 @@ from ubunye_dagster.handlers.base import (
 )
 from ubunye_rows.hashing import arrow_schema_pairs
 from ubunye_rows.hashing.digest import Fingerprint
+from ubunye_rows.hashing.lanes import leaving_cores
 
 
 class ArrowRows:
@@ -78,6 +79,12 @@ class ArrowStagedWrite(RowsOf, StagedWrite):
         self.rows = ArrowRows(table, writer)
         self.path = path
         self._file = arrow_files.StagedParquetFile(table, path)
+
+    def fingerprint(self) -> Fingerprint:
+        # The encoder, single-threaded, is the write's longest part: hashing on every core
+        # beside it slows it more than the hash gains (bench/README.md), so it keeps its core.
+        with leaving_cores(1 if self._file.encoding() else 0):
+            return self.rows.fingerprint()
 
     def commit(self, notes: Mapping[str, str]) -> None:
         notes = {**notes, **arrow_files.row_count_note(self.rows.table)}

@@ -161,6 +161,10 @@ class StagedParquetFile:
         finally:
             self.seconds += time.perf_counter() - started
 
+    def encoding(self) -> bool:
+        """True while the encoder thread is still writing rows (it holds a core)."""
+        return self._thread.is_alive()
+
     def finish(self, notes: Mapping[str, str]) -> str:
         """Close the file with ``notes`` in its footer and put it in place; returns its digest."""
         self._thread.join()

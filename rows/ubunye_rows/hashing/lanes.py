@@ -9,6 +9,7 @@ builds and hashes slices of a table on that many threads.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import itertools
 import os
@@ -33,17 +34,37 @@ ENGINES = ("kernel", "hashlib")
 
 _Slice = TypeVar("_Slice")
 
-#: Per-thread state: whether the thread is a slice worker.
+#: Per-thread state: whether the thread is a slice worker, and the cores it leaves to other work.
 _local = threading.local()
 
 
 def hash_threads() -> int:
-    """Threads hashing may use: ``UBUNYE_HASH_THREADS`` when set, else the usable cores.
+    """Threads hashing may use: ``UBUNYE_HASH_THREADS`` when set, else the usable cores, less
+    the cores :func:`leaving_cores` lends (never below 1).
 
     Inside a worker of :func:`sum_slices_lanes` it is 1: the pool already uses the cores.
     """
     if getattr(_local, "in_pool", False):
         return 1
+    return max(1, _allowed_threads() - getattr(_local, "cores_lent", 0))
+
+
+@contextlib.contextmanager
+def leaving_cores(count: int) -> Iterator[None]:
+    """Within the block, hashing started from this thread leaves ``count`` cores to work that
+    runs beside it in the process (a file being encoded), keeping at least one thread."""
+    if count < 0:
+        raise ValueError(f"cores to leave must be >= 0, not {count}")
+    before = getattr(_local, "cores_lent", 0)
+    _local.cores_lent = before + count
+    try:
+        yield
+    finally:
+        _local.cores_lent = before
+
+
+def _allowed_threads() -> int:
+    """``UBUNYE_HASH_THREADS`` when set (a whole number >= 1), else the usable cores."""
     text = os.environ.get(HASH_THREADS_ENV, "").strip()
     if text:
         try:
