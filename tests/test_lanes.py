@@ -154,9 +154,8 @@ def test_cores_left_to_other_work_are_taken_from_the_hash_threads_in_this_thread
         assert lanes.hash_threads() == 3
     assert lanes.hash_threads() == 4
     assert seen_elsewhere == [4]
-    with pytest.raises(ValueError, match="cores to leave"):
-        with lanes.leaving_cores(-1):
-            pass
+    with pytest.raises(ValueError, match="cores to leave"), lanes.leaving_cores(-1):
+        pass
 
 
 def test_the_engine_setting_picks_the_fallback(monkeypatch):
