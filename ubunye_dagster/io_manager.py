@@ -583,6 +583,7 @@ class _Write:
         self.fp: Fingerprint | None = None
         self.hash_seconds = 0.0
         self.results: list[dict[str, Any]] = []
+        self._output_step: StepRecord | None = None
 
     def stage_and_check(
         self, handlers: list[FrameHandler], obj: Any, target: _Target, context: dg.OutputContext
@@ -614,6 +615,7 @@ class _Write:
         notes = {WRITER_KEY: self.handler.kind, SCHEMA_HASH_KEY: self.fp.schema_hash}
         if self.fp.data_hash is not None:
             notes[DATA_HASH_KEY] = self.fp.data_hash
+        self._output_step = None  # the commit sets the byte digest the step carries
         self.staged.commit(notes)
 
     def discard(self) -> None:
@@ -630,7 +632,13 @@ class _Write:
         return [transform, {"step": step, "output": self.step_name, "seconds": round(seconds, 6)}]
 
     def output_step(self) -> StepRecord:
-        """The output as the record's step."""
+        """The output as the record's step, built once after the commit: the record, its
+        metadata and the summary share it."""
+        if self._output_step is None:
+            self._output_step = self._built_output_step()
+        return self._output_step
+
+    def _built_output_step(self) -> StepRecord:
         step = StepRecord.from_fingerprint(
             self.fp,
             name=self.step_name,
