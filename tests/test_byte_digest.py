@@ -42,6 +42,13 @@ def test_a_file_read_from_its_file_system_digests_like_its_bytes(tmp_path):
     assert file_digest(LOCAL, str(tmp_path / "one.parquet")) == bytes_digest(b"PAR1" * 5_000_000)
 
 
+def test_a_file_digest_on_every_core_is_the_same_digest(tmp_path):
+    (tmp_path / "big.parquet").write_bytes(bytes(range(256)) * 100_000)  # 25.6 MB: 4 chunks
+    path = str(tmp_path / "big.parquet")
+    assert file_digest(LOCAL, path, every_core=True) == file_digest(LOCAL, path)
+    assert file_digest(LOCAL, path, every_core=True) == bytes_digest(bytes(range(256)) * 100_000)
+
+
 def test_an_unknown_algorithm_is_refused_by_name():
     with pytest.raises(ValueError, match="unknown byte digest algorithm 'md5'"):
         bytes_digest(b"x", "md5")

@@ -26,12 +26,15 @@ ALGORITHMS = ("blake3", "sha256")
 _CHUNK = 8 << 20
 
 
-def new_hasher(algorithm: str = DEFAULT_ALGORITHM) -> Any:
-    """A fresh hasher (``update``/``hexdigest``) for one of ``ALGORITHMS``; ValueError otherwise."""
+def new_hasher(algorithm: str = DEFAULT_ALGORITHM, *, every_core: bool = False) -> Any:
+    """A fresh hasher (``update``/``hexdigest``) for one of ``ALGORITHMS``; ValueError otherwise.
+
+    ``every_core``: BLAKE3 hashes each large update on all cores (the same digest), for a
+    caller with nothing else running beside it."""
     if algorithm == "blake3":
         import blake3
 
-        return blake3.blake3()
+        return blake3.blake3(max_threads=blake3.blake3.AUTO) if every_core else blake3.blake3()
     if algorithm == "sha256":
         return hashlib.sha256()
     raise ValueError(f"unknown byte digest algorithm {algorithm!r} (known: {ALGORITHMS})")
@@ -74,9 +77,12 @@ def folder_digest(fs: Any, root: str, algorithm: str = DEFAULT_ALGORITHM) -> str
     return f"{algorithm}:{hasher.hexdigest()}"
 
 
-def file_digest(fs: Any, path: str, algorithm: str = DEFAULT_ALGORITHM) -> str:
-    """The digest of one file on the fsspec file system ``fs``, read in chunks."""
-    hasher = new_hasher(algorithm)
+def file_digest(
+    fs: Any, path: str, algorithm: str = DEFAULT_ALGORITHM, *, every_core: bool = False
+) -> str:
+    """The digest of one file on the fsspec file system ``fs``, read in chunks (``every_core``:
+    see :func:`new_hasher`)."""
+    hasher = new_hasher(algorithm, every_core=every_core)
     _hash_file(hasher, fs, path)
     return f"{algorithm}:{hasher.hexdigest()}"
 

@@ -175,7 +175,8 @@ class StagedParquetFile:
         self._writer.close()
         self._writer = None
         if self.staged is not None:
-            digest = file_digest(fsspec.filesystem("file"), self.staged)
+            # The encoder and the row hash are done: the digest may take every core.
+            digest = file_digest(fsspec.filesystem("file"), self.staged, every_core=True)
             replace_local(self.staged, str(self.path))
             sweep_dead_staging(self.path)
         else:
