@@ -113,9 +113,8 @@ def leaf_column(draw: st.DrawFn) -> tuple[pa.DataType, st.SearchStrategy]:
             st.none() | TEXT
         )
     if choice == 4:
-        return draw(st.sampled_from([pa.binary(), pa.large_binary()])), st.none() | st.binary(
-            max_size=10
-        )
+        kinds = [pa.binary(), pa.large_binary(), pa.binary_view()]
+        return draw(st.sampled_from(kinds)), st.none() | st.binary(max_size=10)
     if choice == 5:
         return pa.bool_(), st.none() | st.booleans()
     if choice == 6:
@@ -140,6 +139,15 @@ def leaf_column(draw: st.DrawFn) -> tuple[pa.DataType, st.SearchStrategy]:
     return pa.dictionary(pa.int8(), pa.string()), st.none() | st.sampled_from(["a", "b\n", "é"])
 
 
+#: The variable-size list layouts a generated list takes (their values are the same).
+LIST_LAYOUTS = {
+    "list": pa.list_,
+    "large_list": pa.large_list,
+    "list_view": pa.list_view,
+    "large_list_view": pa.large_list_view,
+}
+
+
 @st.composite
 def column(draw: st.DrawFn, depth: int = 0) -> tuple[pa.DataType, st.SearchStrategy]:
     """A leaf or nested type (lists, maps, structs, up to two deep) with its values."""
@@ -148,14 +156,13 @@ def column(draw: st.DrawFn, depth: int = 0) -> tuple[pa.DataType, st.SearchStrat
         return draw(leaf_column())
     item_type, items = draw(column(depth + 1))
     if shape == 3:
-        layout = draw(st.sampled_from(["list", "large_list", "fixed"]))
+        layout = draw(st.sampled_from([*sorted(LIST_LAYOUTS), "fixed"]))
         if layout == "fixed":
             size = draw(st.integers(0, 3))
             return pa.list_(item_type, size), st.none() | st.lists(
                 items, min_size=size, max_size=size
             )
-        kind = pa.list_(item_type) if layout == "list" else pa.large_list(item_type)
-        return kind, st.none() | st.lists(items, max_size=4)
+        return LIST_LAYOUTS[layout](item_type), st.none() | st.lists(items, max_size=4)
     if shape == 4:
         key_type, keys = draw(
             st.sampled_from(
