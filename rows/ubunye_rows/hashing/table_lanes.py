@@ -65,8 +65,10 @@ def _texts_by_python(column: pa.ChunkedArray, kind: str) -> pa.ChunkedArray:
 
 
 def kernel_type(arrow_type: pa.DataType) -> pa.DataType:
-    """``arrow_type`` with the forms the kernel does not read (dictionaries, views, half floats)
-    replaced by ones it does, nested included; the values and their canonical names stay."""
+    """``arrow_type`` with the forms the kernel does not read (dictionaries, string and binary
+    views, half floats) replaced by ones it does, nested included; the values and their
+    canonical names stay. List views stay as they are: :func:`kernel_writes` leaves them to the
+    Python path, since pyarrow casts a list view without its last offset (a valid, wrong array)."""
     import pyarrow as pa
 
     t = arrow_type
@@ -76,8 +78,6 @@ def kernel_type(arrow_type: pa.DataType) -> pa.DataType:
         return pa.float32()  # every half float is exactly a float, and named float32
     if pa.types.is_string_view(t) or pa.types.is_binary_view(t):
         return plain_type(t)
-    if isinstance(t, pa.ListViewType | pa.LargeListViewType):
-        return pa.large_list(t.value_field.with_type(kernel_type(t.value_type)))
     if isinstance(t, pa.ListType | pa.LargeListType):
         layout = pa.list_ if isinstance(t, pa.ListType) else pa.large_list
         return layout(t.value_field.with_type(kernel_type(t.value_type)))
@@ -93,32 +93,14 @@ def kernel_type(arrow_type: pa.DataType) -> pa.DataType:
     return t
 
 
-def _holds_list_view(arrow_type: pa.DataType) -> bool:
-    """True when ``arrow_type`` is a list view or nests one (in a list, map or struct)."""
-    import pyarrow as pa
-
-    t = arrow_type
-    if isinstance(t, pa.ListViewType | pa.LargeListViewType):
-        return True
-    if pa.types.is_dictionary(t):
-        return _holds_list_view(t.value_type)
-    if pa.types.is_map(t):
-        return _holds_list_view(t.key_type) or _holds_list_view(t.item_type)
-    if isinstance(t, pa.ListType | pa.LargeListType | pa.FixedSizeListType):
-        return _holds_list_view(t.value_type)
-    return pa.types.is_struct(t) and any(_holds_list_view(f.type) for f in t)
-
-
 def _as_kernel_reads(column: pa.ChunkedArray) -> pa.ChunkedArray | None:
     """The column cast to :func:`kernel_type` (no copy when it already is); None when the cast
-    fails or cannot be trusted, so that the Python path writes it (and says what is wrong)."""
+    fails, so that the Python path writes it (and says what is wrong)."""
     import pyarrow as pa
 
     wanted = kernel_type(column.type)
     if wanted == column.type:
         return column
-    if _holds_list_view(column.type):
-        return None  # pyarrow casts a list view without its last offset: a valid, wrong array
     try:
         cast = column.cast(wanted)
         cast.validate(full=True)
