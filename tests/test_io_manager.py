@@ -273,7 +273,7 @@ def test_several_upstream_partitions_load_as_a_dict_and_each_is_recorded(tmp_pat
 
     record = record_of(tmp_path, "dagster/default/all_readings", result.run_id)
     days = [f"readings[2024-01-0{d}]" for d in range(1, 5)]
-    # Each partition, then their digests combined under the input's own name (issue 11).
+    # Each partition, then their digests combined under the input's own name.
     assert [step.name for step in record.inputs] == [*days, "readings"]
     assert all(step.row_count == 2 and step.data_hash for step in record.inputs[:4])
     assert record.inputs[4].row_count == 8

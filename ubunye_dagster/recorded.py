@@ -64,7 +64,7 @@ class RecordedOutput:
             "its rows are those of the recorded digest (not hashed again)"
         )
         sketch = recorded_sketch(self.record_path, self.data_hash)
-        if sketch is not None:  # so the digest still combines with others (issue 11)
+        if sketch is not None:  # so the digest still combines with others
             setattr(step, SKETCH_FIELD, sketch)
         return step
 
