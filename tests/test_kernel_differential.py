@@ -17,7 +17,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from ubunye_rows import fingerprint
-from ubunye_rows.hashing import native, table_lanes
+from ubunye_rows.hashing import lanes, native, table_lanes
 from ubunye_rows.hashing.canonical import arrow_canonical_lines
 from ubunye_rows.hashing.types import plain_type, schema_pairs
 
@@ -453,4 +453,93 @@ def test_timestamps_past_the_years_1_to_9999_are_hashed_by_the_python_path():
     with_kernel = fingerprint(table)
     assert native.fallbacks["tables"] == before + 1
     assert with_kernel.is_complete
+    assert_rows_agree(table)
+
+
+#: A small table and lines, hashed through each kernel function a panic is put into.
+PANIC_TABLE = pa.table(
+    {"id": [3, 1, 2], "name": ["c", None, "é"], "at": pa.array([0, 1, None], pa.timestamp("us"))}
+)
+PANIC_LINES = pa.chunked_array([['{"a":1}', '{"a":2}', "{}"]])
+PANIC_KINDS = [dict(schema_pairs(PANIC_TABLE.schema))[name] for name in ["at", "id", "name"]]
+
+#: Each kernel function, and the public call of ubunye_rows that reaches it.
+REACHED_BY = {
+    "table_buckets": lambda: fingerprint(PANIC_TABLE),
+    "table_digests": lambda: table_lanes.table_digests(
+        PANIC_TABLE, ["at", "id", "name"], PANIC_KINDS
+    ).tobytes(),
+    "line_buckets": lambda: lanes.bucket_line_lanes(PANIC_LINES).tobytes(),
+    "line_digests": lambda: lanes.line_digests(PANIC_LINES).tobytes(),
+}
+
+
+def test_a_kernel_panic_reaches_python_as_a_kernel_fallback_never_a_base_exception():
+    module = native.kernel()
+    # PyO3's own PanicException is a BaseException: it would pass through this, and through
+    # the `except Exception` of fingerprint().
+    with pytest.raises(Exception, match=r"a test's panic on a hash thread \(3 rows\)") as caught:
+        module._panic_for_test(PANIC_TABLE, 2)
+    assert isinstance(caught.value, module.KernelPanic)
+    assert issubclass(module.KernelPanic, module.KernelFallback)
+
+
+@pytest.mark.parametrize("function", REACHED_BY)
+def test_after_a_kernel_panic_the_python_path_answers_with_the_same_digest(function, monkeypatch):
+    reach = REACHED_BY[function]
+    monkeypatch.setenv(native.KERNEL_ENV, "python")
+    by_python = reach()
+    monkeypatch.delenv(native.KERNEL_ENV)
+    by_kernel = reach()
+    module = native.kernel()
+
+    def panics(data, *args):
+        return module._panic_for_test(data, args[-1])  # the threads come last
+
+    monkeypatch.setattr(module, function, panics)
+    before = native.fallbacks["panics"]
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        after_panic = reach()
+    assert after_panic == by_python == by_kernel
+    warned = [str(w.message) for w in caught if issubclass(w.category, native.KernelPanicWarning)]
+    assert len(warned) == 1 and f"panicked in {function}" in warned[0]
+    assert native.fallbacks["panics"] == before + 1
+    monkeypatch.undo()
+    assert reach() == by_kernel  # the kernel's threads still hash after the panic
+
+
+ONE_COLUMN = pa.table({"a": [1, 2]})
+
+
+@pytest.mark.parametrize("function", ["table_buckets", "table_digests"])
+@pytest.mark.parametrize(
+    "data",
+    [ONE_COLUMN, ONE_COLUMN.to_batches()[0], pa.Table.from_batches([], ONE_COLUMN.schema)],
+    ids=["table", "record_batch", "no_batch"],
+)
+@pytest.mark.parametrize(
+    ("names", "raw"),
+    [(["a", "b"], [False, False]), (["a"], []), ([], [False]), ([], [])],
+    ids=["two_names", "no_raw_flag", "no_name", "neither"],
+)
+def test_names_or_raw_flags_not_one_per_column_raise_value_error_never_a_fallback(
+    function, data, names, raw
+):
+    module = native.kernel()
+    with pytest.raises(ValueError, match="one name and one raw flag per column") as caught:
+        getattr(module, function)(data, names, raw, 1)
+    assert not isinstance(caught.value, module.KernelFallback)
+
+
+def test_an_empty_string_between_the_halves_of_a_character_is_hashed_by_the_kernel():
+    # Valid Arrow: the nulls on either side hold the two bytes of "é", which are never text.
+    validity = pa.py_buffer(np.packbits([0, 1, 0], bitorder="little"))
+    offsets = pa.py_buffer(np.array([0, 1, 1, 2], np.int32))
+    column = pa.Array.from_buffers(pa.string(), 3, [validity, offsets, pa.py_buffer("é".encode())])
+    column.validate(full=True)
+    table = pa.table({"s": column, "i": [1, 2, 3]})
+    before = native.fallbacks["tables"]
+    assert fingerprint(table).is_complete
+    assert native.fallbacks["tables"] == before
     assert_rows_agree(table)

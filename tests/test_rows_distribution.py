@@ -3,6 +3,8 @@ installs only it (pyarrow and numpy beside), and hashes, sketches and gathers ev
 
 from __future__ import annotations
 
+import ast
+import inspect
 import json
 import subprocess
 import sys
@@ -13,6 +15,7 @@ import pyarrow as pa
 import pytest
 
 import ubunye_rows
+import ubunye_rows._kernel
 from ubunye_rows import code_hash, environment, environment_hash, fingerprint
 
 # Runs no Dagster: CI runs it on the newest Dagster only (tests/test_code_shape.py checks).
@@ -95,3 +98,43 @@ def test_every_name_the_root_exports_is_importable_from_the_root():
     assert {"fingerprint", "Fingerprint", "METHOD", "combine", "Sketch", "code_hash"} <= set(
         ubunye_rows.__all__
     )
+
+
+def _declared_by_stub(stub: Path) -> dict[str, list[str]]:
+    """What a stub says its module exports: each function's parameters, each class's bases, and
+    each variable (as an empty list). Typing helpers (protocols, type aliases) are left out."""
+    declared: dict[str, list[str]] = {}
+    for node in ast.parse(stub.read_text(encoding="utf-8")).body:
+        if isinstance(node, ast.FunctionDef):
+            declared[node.name] = [argument.arg for argument in node.args.args]
+        elif isinstance(node, ast.ClassDef):
+            bases = [ast.unparse(base) for base in node.bases]
+            if "Protocol" not in bases:
+                declared[node.name] = bases
+        elif isinstance(node, ast.AnnAssign) and ast.unparse(node.annotation) != "TypeAlias":
+            declared[ast.unparse(node.target)] = []
+    return declared
+
+
+def _exported_by(module) -> dict[str, list[str]]:
+    """What an extension module exports (its ``__all__``), described as the stub describes it."""
+    exported: dict[str, list[str]] = {}
+    for name in module.__all__:
+        value = getattr(module, name)
+        if isinstance(value, type):
+            exported[name] = [base.__name__ for base in value.__bases__]
+        elif callable(value):
+            exported[name] = list(inspect.signature(value).parameters)
+        else:
+            exported[name] = []
+    return exported
+
+
+def test_the_kernel_stub_declares_exactly_what_the_kernel_exports():
+    kernel = ubunye_rows._kernel
+    stub = Path(kernel.__file__).with_name("_kernel.pyi")  # where type checkers look for it
+    assert _declared_by_stub(stub) == _exported_by(kernel)
+
+
+def test_ubunye_rows_is_marked_as_typed():
+    assert (Path(ubunye_rows.__file__).parent / "py.typed").is_file()

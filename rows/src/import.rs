@@ -3,7 +3,8 @@
 
 use arrow_array::ffi::{from_ffi, FFI_ArrowArray, FFI_ArrowSchema};
 use arrow_array::ffi_stream::{FFI_ArrowArrayStream, RecordBatchStreamReader};
-use arrow_array::{make_array, Array, RecordBatch, StructArray};
+use arrow_array::{make_array, Array, RecordBatch, RecordBatchReader, StructArray};
+use arrow_schema::SchemaRef;
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyCapsule, PyCapsuleMethods, PyTuple};
@@ -12,9 +13,10 @@ fn arrow_error(error: arrow_schema::ArrowError) -> PyErr {
     PyValueError::new_err(format!("cannot read the Arrow data: {error}"))
 }
 
-/// Every record batch `data` holds: a table, a record batch reader, a record batch, or any
-/// object with `__arrow_c_stream__` / `__arrow_c_array__` over a struct (columns) type.
-pub fn record_batches(data: &Bound<'_, PyAny>) -> PyResult<Vec<RecordBatch>> {
+/// The schema and every record batch of `data`: a table, a record batch reader, a record
+/// batch, or any object with `__arrow_c_stream__` / `__arrow_c_array__` over a struct (columns)
+/// type. The schema is there even when no batch is.
+pub fn record_batches(data: &Bound<'_, PyAny>) -> PyResult<(SchemaRef, Vec<RecordBatch>)> {
     if data.hasattr("__arrow_c_stream__")? {
         let capsule = data.call_method0("__arrow_c_stream__")?;
         let capsule = capsule.cast::<PyCapsule>()?;
@@ -24,7 +26,9 @@ pub fn record_batches(data: &Bound<'_, PyAny>) -> PyResult<Vec<RecordBatch>> {
         // so the capsule's destructor will not release it a second time.
         let stream = unsafe { FFI_ArrowArrayStream::from_raw(pointer.as_ptr().cast()) };
         let reader = RecordBatchStreamReader::try_new(stream).map_err(arrow_error)?;
-        return reader.collect::<Result<Vec<_>, _>>().map_err(arrow_error);
+        let schema = reader.schema();
+        let batches = reader.collect::<Result<Vec<_>, _>>().map_err(arrow_error)?;
+        return Ok((schema, batches));
     }
     if data.hasattr("__arrow_c_array__")? {
         let pair = data.call_method0("__arrow_c_array__")?;
@@ -52,7 +56,8 @@ pub fn record_batches(data: &Bound<'_, PyAny>) -> PyResult<Vec<RecordBatch>> {
             .as_any()
             .downcast_ref::<StructArray>()
             .ok_or_else(|| PyTypeError::new_err("expected Arrow data with columns (a struct)"))?;
-        return Ok(vec![RecordBatch::from(columns.clone())]);
+        let batch = RecordBatch::from(columns.clone());
+        return Ok((batch.schema(), vec![batch]));
     }
     Err(PyTypeError::new_err(format!(
         "expected Arrow data (__arrow_c_stream__ or __arrow_c_array__), not {}",

@@ -1,6 +1,6 @@
 //! SHA-256 of every line, its two lanes and the 256-bucket sketch, on threads over row ranges.
 
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 
 use rayon::prelude::*;
 use rayon::ThreadPool;
@@ -175,13 +175,15 @@ pub fn digest_rows(batches: &[Rows<'_>], threads: usize) -> Result<Vec<u8>> {
 type KeptPool = (u32, usize, Arc<ThreadPool>);
 
 /// A pool of `threads` threads, kept for the process (a fork gets pools of its own).
-fn pool(threads: usize) -> Arc<ThreadPool> {
+pub(crate) fn pool(threads: usize) -> Arc<ThreadPool> {
     static POOLS: OnceLock<Mutex<Vec<KeptPool>>> = OnceLock::new();
     let pid = std::process::id();
+    // A panic while the lock was held (a pool that would not start) poisons it; the list is
+    // whole between its statements, so it is read past the poison rather than panicking again.
     let mut pools = POOLS
         .get_or_init(|| Mutex::new(Vec::new()))
         .lock()
-        .expect("pool lock");
+        .unwrap_or_else(PoisonError::into_inner);
     // A forked child inherits the list but not the threads: its pools are rebuilt.
     pools.retain(|(owner, _, _)| *owner == pid);
     if let Some((_, _, pool)) = pools.iter().find(|(_, size, _)| *size == threads) {

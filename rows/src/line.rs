@@ -7,6 +7,20 @@ use crate::error::{KernelError, Result};
 use crate::strings::Bytes;
 use crate::writer::{member_head, write_struct, Column};
 
+/// Refuses `names` and `raw` unless they give one name and one flag to each of `columns`
+/// columns: a caller's bug, never a reason to hand the table to the Python path.
+pub fn check_members(columns: usize, names: &[String], raw: &[bool]) -> Result<()> {
+    if names.len() == columns && raw.len() == columns {
+        return Ok(());
+    }
+    Err(KernelError::Arguments(format!(
+        "expected one name and one raw flag per column of the data ({columns} columns), got {} \
+         names and {} raw flags",
+        names.len(),
+        raw.len()
+    )))
+}
+
 /// What each row of a batch is hashed as.
 pub enum Rows<'a> {
     /// Canonical lines built from the batch's columns.
@@ -22,14 +36,7 @@ impl<'a> Rows<'a> {
     /// The lines of `batch`, whose columns are written under `names`; `raw[i]` marks a column
     /// of texts the Python path already wrote.
     pub fn table(batch: &'a RecordBatch, names: &[String], raw: &[bool]) -> Result<Rows<'a>> {
-        if names.len() != batch.num_columns() || raw.len() != batch.num_columns() {
-            return Err(KernelError::Value(format!(
-                "{} columns but {} names and {} raw flags",
-                batch.num_columns(),
-                names.len(),
-                raw.len()
-            )));
-        }
+        check_members(batch.num_columns(), names, raw)?;
         let mut members = Vec::with_capacity(names.len());
         for ((name, column), &is_raw) in names.iter().zip(batch.columns()).zip(raw) {
             members.push((

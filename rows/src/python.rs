@@ -1,16 +1,19 @@
 //! The Python module `ubunye_rows._kernel`: thin wrappers that import Arrow data, release the
-//! GIL and run the kernel.
+//! GIL and run the kernel. No panic crosses into Python: each is caught here and raised as
+//! `KernelPanic`, a `KernelFallback`, so the Python path hashes the data. Its typing stub is
+//! `ubunye_rows/_kernel.pyi`.
 
 use arrow_array::RecordBatch;
+use arrow_schema::Schema;
 use pyo3::create_exception;
-use pyo3::exceptions::PyException;
+use pyo3::exceptions::{PyException, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 
-use crate::error::{KernelError, Result};
+use crate::error::{catch_panic, KernelError, Result};
 use crate::import::record_batches;
 use crate::lanes::{bucket_rows, digest_rows};
-use crate::line::Rows;
+use crate::line::{check_members, Rows};
 
 create_exception!(
     _kernel,
@@ -30,28 +33,38 @@ create_exception!(
     KernelFallback,
     "A value the kernel will not write; the Python path says why."
 );
+create_exception!(
+    _kernel,
+    KernelPanic,
+    KernelFallback,
+    "The kernel panicked (a bug in it, caught before it reached Python); the Python path hashes the data."
+);
 
 fn to_py(error: KernelError) -> PyErr {
     match error {
         KernelError::Unsupported(text) => UnsupportedColumn::new_err(text),
         KernelError::Value(text) => RefusedValue::new_err(text),
+        KernelError::Arguments(text) => PyValueError::new_err(text),
+        KernelError::Panic(text) => KernelPanic::new_err(text),
     }
 }
 
 fn check_threads(threads: usize) -> PyResult<usize> {
     if threads == 0 {
-        return Err(pyo3::exceptions::PyValueError::new_err(
-            "threads must be >= 1",
-        ));
+        return Err(PyValueError::new_err("threads must be >= 1"));
     }
     Ok(threads)
 }
 
+/// The lines of every batch, once `names` and `raw` are known to fit the schema (checked on the
+/// schema too, so that data without a batch refuses them as well).
 fn table_rows<'a>(
+    schema: &Schema,
     batches: &'a [RecordBatch],
     names: &[String],
     raw: &[bool],
 ) -> Result<Vec<Rows<'a>>> {
+    check_members(schema.fields().len(), names, raw)?;
     batches
         .iter()
         .map(|batch| Rows::table(batch, names, raw))
@@ -62,17 +75,20 @@ fn line_rows(batches: &[RecordBatch]) -> Result<Vec<Rows<'_>>> {
     batches.iter().map(Rows::lines).collect()
 }
 
-/// Imports `data`, then runs `work` on its batches with the GIL released; the bytes it gives
-/// become a Python `bytes`.
+/// Imports `data`, then runs `work` on its schema and batches with the GIL released; the bytes
+/// it gives become a Python `bytes`. A panic in either step is raised as `KernelPanic`.
 fn run_detached(
     py: Python<'_>,
     data: &Bound<'_, PyAny>,
     threads: usize,
-    work: impl FnOnce(&[RecordBatch], usize) -> Result<Vec<u8>> + Send,
+    work: impl FnOnce(&Schema, &[RecordBatch], usize) -> Result<Vec<u8>> + Send,
 ) -> PyResult<Py<PyBytes>> {
     let threads = check_threads(threads)?;
-    let batches = record_batches(data)?;
-    let bytes = py.detach(|| work(&batches, threads)).map_err(to_py)?;
+    let (schema, batches) = catch_panic(|| record_batches(data)).map_err(to_py)??;
+    let bytes = py
+        .detach(|| catch_panic(|| work(&schema, &batches, threads)))
+        .and_then(|done| done)
+        .map_err(to_py)?;
     Ok(PyBytes::new(py, &bytes).unbind())
 }
 
@@ -87,8 +103,8 @@ fn table_buckets(
     raw: Vec<bool>,
     threads: usize,
 ) -> PyResult<Py<PyBytes>> {
-    run_detached(py, data, threads, |batches, threads| {
-        let rows = table_rows(batches, &names, &raw)?;
+    run_detached(py, data, threads, |schema, batches, threads| {
+        let rows = table_rows(schema, batches, &names, &raw)?;
         Ok(bucket_rows(&rows, threads)?.to_le_bytes())
     })
 }
@@ -102,15 +118,15 @@ fn table_digests(
     raw: Vec<bool>,
     threads: usize,
 ) -> PyResult<Py<PyBytes>> {
-    run_detached(py, data, threads, |batches, threads| {
-        digest_rows(&table_rows(batches, &names, &raw)?, threads)
+    run_detached(py, data, threads, |schema, batches, threads| {
+        digest_rows(&table_rows(schema, batches, &names, &raw)?, threads)
     })
 }
 
 /// Per-bucket sums (as `table_buckets`) of lines already built: the first column of `data`.
 #[pyfunction]
 fn line_buckets(py: Python<'_>, data: &Bound<'_, PyAny>, threads: usize) -> PyResult<Py<PyBytes>> {
-    run_detached(py, data, threads, |batches, threads| {
+    run_detached(py, data, threads, |_, batches, threads| {
         Ok(bucket_rows(&line_rows(batches)?, threads)?.to_le_bytes())
     })
 }
@@ -118,8 +134,24 @@ fn line_buckets(py: Python<'_>, data: &Bound<'_, PyAny>, threads: usize) -> PyRe
 /// Every line's SHA-256 (as `table_digests`) of lines already built: the first column of `data`.
 #[pyfunction]
 fn line_digests(py: Python<'_>, data: &Bound<'_, PyAny>, threads: usize) -> PyResult<Py<PyBytes>> {
-    run_detached(py, data, threads, |batches, threads| {
+    run_detached(py, data, threads, |_, batches, threads| {
         digest_rows(&line_rows(batches)?, threads)
+    })
+}
+
+/// Test only, not part of the API: imports `data`, then panics on one of the kernel's `threads`
+/// hash threads, as a bug in the writer would, so that tests see the panic arrive as
+/// `KernelPanic` and the Python path answer.
+#[pyfunction]
+fn _panic_for_test(
+    py: Python<'_>,
+    data: &Bound<'_, PyAny>,
+    threads: usize,
+) -> PyResult<Py<PyBytes>> {
+    run_detached(py, data, threads, |_, batches, threads| {
+        let rows: usize = batches.iter().map(RecordBatch::num_rows).sum();
+        crate::lanes::pool(threads)
+            .install(|| panic!("a test's panic on a hash thread ({rows} rows)"))
     })
 }
 
@@ -136,10 +168,12 @@ fn _kernel(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_function(wrap_pyfunction!(line_buckets, module)?)?;
     module.add_function(wrap_pyfunction!(line_digests, module)?)?;
     module.add_function(wrap_pyfunction!(sha_extensions, module)?)?;
+    module.add_function(wrap_pyfunction!(_panic_for_test, module)?)?;
     let py = module.py();
     module.add("KernelFallback", py.get_type::<KernelFallback>())?;
     module.add("UnsupportedColumn", py.get_type::<UnsupportedColumn>())?;
     module.add("RefusedValue", py.get_type::<RefusedValue>())?;
+    module.add("KernelPanic", py.get_type::<KernelPanic>())?;
     module.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())
 }

@@ -85,12 +85,13 @@ impl<'a> Texts<'a> {
     #[inline]
     pub fn at(&self, i: usize) -> Result<&'a [u8]> {
         let value = self.bytes.at(i);
-        let valid = if self.span_valid {
-            value.first().is_none_or(|&b| !is_continuation(b)) && self.ends_on_boundary(i)
-        } else {
-            std::str::from_utf8(value).is_ok()
-        };
-        if valid {
+        // An empty value placed inside a character (between a null's cut bytes) fails the
+        // two-byte check yet is valid: a value failing it is checked in full, so the answer is
+        // always that of checking the value alone.
+        let whole_characters = self.span_valid
+            && value.first().is_none_or(|&b| !is_continuation(b))
+            && self.ends_on_boundary(i);
+        if whole_characters || std::str::from_utf8(value).is_ok() {
             Ok(value)
         } else {
             Err(KernelError::Value(
@@ -113,4 +114,99 @@ impl<'a> Texts<'a> {
 #[inline]
 fn is_continuation(byte: u8) -> bool {
     byte & 0xC0 == 0x80
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// What `Texts` says of each value of the data cut at `offsets`: its bytes, or `None`.
+    fn read<'a>(bytes: Bytes<'a>, values: usize) -> Vec<Option<&'a [u8]>> {
+        let texts = Texts::new(bytes);
+        (0..values).map(|i| texts.at(i).ok()).collect()
+    }
+
+    /// What a check of each value on its own says (the slow path's answer).
+    fn each_checked<'a>(data: &'a [u8], offsets: &[i64]) -> Vec<Option<&'a [u8]>> {
+        offsets
+            .windows(2)
+            .map(|w| &data[w[0] as usize..w[1] as usize])
+            .map(|value| std::str::from_utf8(value).is_ok().then_some(value))
+            .collect()
+    }
+
+    #[test]
+    fn a_valid_span_still_refuses_a_value_cut_inside_a_character() {
+        let data = "é".as_bytes(); // 0xC3 0xA9
+        let texts = Texts::new(Bytes::Narrow(&[0, 1, 2], data));
+        assert!(texts.span_valid);
+        assert!(texts.at(0).is_err(), "ends inside the character");
+        assert!(texts.at(1).is_err(), "starts on a continuation byte");
+        assert_eq!(Texts::new(Bytes::Narrow(&[0, 2], data)).at(0), Ok(data));
+    }
+
+    #[test]
+    fn every_cut_of_valid_text_is_judged_as_a_check_of_each_value_judges_it() {
+        let data = "aé😀€\u{7f}b".as_bytes();
+        let n = data.len() as i64;
+        for first in 0..=n {
+            for second in first..=n {
+                let offsets = [0, first, second, n];
+                let narrow: Vec<i32> = offsets.iter().map(|&o| o as i32).collect();
+                let expected = each_checked(data, &offsets);
+                assert_eq!(
+                    read(Bytes::Narrow(&narrow, data), 3),
+                    expected,
+                    "{offsets:?}"
+                );
+                assert_eq!(
+                    read(Bytes::Wide(&offsets, data), 3),
+                    expected,
+                    "{offsets:?}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn an_invalid_span_checks_each_value_on_its_own() {
+        let data = b"ok\xFFfine\xC3";
+        let offsets = [0, 2, 3, 7, 8];
+        let texts = Texts::new(Bytes::Wide(&offsets, data));
+        assert!(!texts.span_valid);
+        assert_eq!(
+            read(Bytes::Wide(&offsets, data), 4),
+            each_checked(data, &offsets)
+        );
+        assert_eq!(texts.at(0), Ok(&b"ok"[..]));
+        assert_eq!(texts.at(2), Ok(&b"fine"[..]));
+    }
+
+    #[test]
+    fn a_slice_is_checked_over_its_own_span_only() {
+        // A slice of an array: the values before and after its span are not read, and the
+        // continuation byte just past the span's end does not make its last value invalid.
+        let data = b"\xFFab\xC3\xA9\xA9";
+        let offsets = [1, 2, 5];
+        let texts = Texts::new(Bytes::Narrow(&offsets, data));
+        assert!(texts.span_valid);
+        assert_eq!(texts.at(0), Ok(&b"a"[..]));
+        assert_eq!(texts.at(1), Ok("bé".as_bytes()));
+    }
+
+    #[test]
+    fn an_empty_array_and_empty_values_are_valid() {
+        assert!(read(Bytes::Narrow(&[], b""), 0).is_empty());
+        assert_eq!(read(Bytes::Narrow(&[0, 0, 0], b""), 2), [Some(&b""[..]); 2]);
+        let data = "é".as_bytes();
+        // Between the two halves of a character (each a null's bytes, never read as text).
+        assert_eq!(
+            read(Bytes::Narrow(&[0, 1, 1, 2], data), 3),
+            [None, Some(&b""[..]), None]
+        );
+        assert_eq!(
+            read(Bytes::Wide(&[0, 0, 2, 2], data), 3),
+            [Some(&b""[..]), Some(data), Some(&b""[..])]
+        );
+    }
 }

@@ -411,3 +411,277 @@ fn write_quoted_integer<I: itoa::Integer>(value: I, out: &mut Vec<u8>) {
     text::write_integer(value, out);
     out.push(b'"');
 }
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use arrow_array::builder::{
+        ArrayBuilder, Int16Builder, Int64Builder, MapBuilder, StringBuilder,
+    };
+    use arrow_array::types::Int32Type;
+    use arrow_array::{
+        ArrayRef, BinaryArray, BooleanArray, Date32Array, Decimal128Array, FixedSizeListArray,
+        Float64Array, Int32Array, Int64Array, Int8Array, ListArray, NullArray, RecordBatch,
+        StringArray, StructArray, Time32SecondArray, TimestampMicrosecondArray,
+        TimestampMillisecondArray, UInt64Array,
+    };
+    use arrow_buffer::NullBuffer;
+    use arrow_schema::{Field, Fields};
+
+    use super::*;
+    use crate::line::Rows;
+
+    /// Each row's canonical line of `batch`, its columns written under their own names.
+    fn lines(batch: &RecordBatch) -> Result<Vec<String>> {
+        let names: Vec<String> = batch
+            .schema()
+            .fields()
+            .iter()
+            .map(|f| f.name().clone())
+            .collect();
+        let raw = vec![false; names.len()];
+        let rows = Rows::table(batch, &names, &raw)?;
+        let mut out = Vec::new();
+        (0..rows.len())
+            .map(|i| {
+                rows.write(i, &mut out)?;
+                Ok(String::from_utf8(out.clone()).expect("a line is UTF-8"))
+            })
+            .collect()
+    }
+
+    /// The text of each value of `array` (`null` for a null), as a list item is written.
+    fn texts(array: &dyn Array) -> Result<Vec<String>> {
+        let column = Column::new(array, false)?;
+        (0..array.len())
+            .map(|i| {
+                let mut out = Vec::new();
+                column.write_or_null(i, &mut out)?;
+                Ok(String::from_utf8(out).expect("a value's text is UTF-8"))
+            })
+            .collect()
+    }
+
+    /// Three maps: the entries `fill` appends (all in the first), an empty one and a null one
+    /// (at `null_at`, 1 or 2).
+    fn three_maps<K: ArrayBuilder, V: ArrayBuilder>(
+        mut map: MapBuilder<K, V>,
+        fill: impl FnOnce(&mut MapBuilder<K, V>),
+        null_at: usize,
+    ) -> ArrayRef {
+        fill(&mut map);
+        for i in 0..3 {
+            map.append(i != null_at).unwrap();
+        }
+        Arc::new(map.finish())
+    }
+
+    fn map_of_text_keys() -> ArrayRef {
+        let map = MapBuilder::new(None, StringBuilder::new(), Int64Builder::new());
+        let fill = |map: &mut MapBuilder<StringBuilder, Int64Builder>| {
+            for (key, value) in [("b", Some(1)), ("a", None), ("b", Some(0))] {
+                map.keys().append_value(key);
+                map.values().append_option(value);
+            }
+        };
+        three_maps(map, fill, 2)
+    }
+
+    fn map_of_integer_keys() -> ArrayRef {
+        let map = MapBuilder::new(None, Int16Builder::new(), StringBuilder::new());
+        let fill = |map: &mut MapBuilder<Int16Builder, StringBuilder>| {
+            for (key, value) in [(10, "x"), (-1, "y"), (2, "z")] {
+                map.keys().append_value(key);
+                map.values().append_value(value);
+            }
+        };
+        three_maps(map, fill, 1)
+    }
+
+    fn structs() -> ArrayRef {
+        let fields = Fields::from(vec![
+            Field::new("x", DataType::Int64, true),
+            Field::new("y", DataType::Utf8, true),
+        ]);
+        let x: ArrayRef = Arc::new(Int64Array::from(vec![Some(1), Some(5), None]));
+        let y: ArrayRef = Arc::new(StringArray::from(vec![None, Some("p"), Some("q")]));
+        let nulls = NullBuffer::from(vec![true, false, true]);
+        Arc::new(StructArray::try_new(fields, vec![x, y], Some(nulls)).unwrap())
+    }
+
+    /// One column of every kind the kernel writes, with the lines the Python path (the
+    /// specification, `arrow_canonical_lines`) gives for the same table.
+    #[test]
+    fn every_kind_of_column_is_written_as_the_specification_writes_it() {
+        let columns: Vec<(&str, ArrayRef)> = vec![
+            (
+                "b",
+                Arc::new(BooleanArray::from(vec![Some(true), None, Some(false)])),
+            ),
+            (
+                "bin",
+                Arc::new(BinaryArray::from(vec![Some(&b"f"[..]), Some(b""), None])),
+            ),
+            (
+                "d",
+                Arc::new(Date32Array::from(vec![Some(11_016), None, Some(-719_162)])),
+            ),
+            (
+                "dec",
+                Arc::new(
+                    Decimal128Array::from(vec![Some(12_345), Some(-5), None])
+                        .with_precision_and_scale(10, 2)
+                        .unwrap(),
+                ),
+            ),
+            (
+                "f",
+                Arc::new(Float64Array::from(vec![Some(1.5), None, Some(-0.0)])),
+            ),
+            (
+                "i",
+                Arc::new(Int8Array::from(vec![Some(-3), Some(7), None])),
+            ),
+            (
+                "l",
+                Arc::new(ListArray::from_iter_primitive::<Int32Type, _, _>(vec![
+                    Some(vec![Some(1), None, Some(3)]),
+                    Some(vec![]),
+                    None,
+                ])),
+            ),
+            ("m", map_of_text_keys()),
+            ("mi", map_of_integer_keys()),
+            ("n", Arc::new(NullArray::new(3))),
+            (
+                "s",
+                Arc::new(StringArray::from(vec![
+                    Some("say \"hi\"\n"),
+                    None,
+                    Some("é😀"),
+                ])),
+            ),
+            ("st", structs()),
+            (
+                "tn",
+                Arc::new(TimestampMillisecondArray::from(vec![
+                    Some(0),
+                    Some(1),
+                    None,
+                ])),
+            ),
+            (
+                "ts",
+                Arc::new(
+                    TimestampMicrosecondArray::from(vec![Some(0), None, Some(-1)])
+                        .with_timezone("UTC"),
+                ),
+            ),
+            ("u", Arc::new(UInt64Array::from(vec![u64::MAX, 0, 1]))),
+        ];
+        let batch = RecordBatch::try_from_iter(columns).unwrap();
+        assert_eq!(
+            lines(&batch).unwrap(),
+            [
+                r#"{"b":true,"bin":"Zg==","d":"2000-02-29","dec":123.45,"f":1.5,"i":-3,"l":[1,null,3],"m":{"a":null,"b":1,"b":0},"mi":{"-1":"y","2":"z","10":"x"},"s":"say \"hi\"\n","st":{"x":1},"tn":"1970-01-01T00:00:00.000000","ts":"1970-01-01T00:00:00.000000Z","u":18446744073709551615}"#,
+                r#"{"bin":"","dec":-0.05,"i":7,"l":[],"m":{},"tn":"1970-01-01T00:00:00.001000","u":0}"#,
+                r#"{"b":false,"d":"0001-01-01","f":-0.0,"mi":{},"s":"é😀","st":{"y":"q"},"ts":"1969-12-31T23:59:59.999999Z","u":1}"#,
+            ]
+        );
+    }
+
+    #[test]
+    fn a_row_of_nulls_is_an_empty_object_and_a_name_is_escaped() {
+        let batch = RecordBatch::try_from_iter(vec![
+            (
+                "a\"b",
+                Arc::new(Int32Array::from(vec![None, Some(1)])) as ArrayRef,
+            ),
+            ("c", Arc::new(StringArray::from(vec![None, Some("x")]))),
+        ])
+        .unwrap();
+        assert_eq!(lines(&batch).unwrap(), [r#"{}"#, r#"{"a\"b":1,"c":"x"}"#]);
+    }
+
+    #[test]
+    fn sliced_lists_read_their_own_items() {
+        let list = ListArray::from_iter_primitive::<Int32Type, _, _>(vec![
+            Some(vec![Some(1)]),
+            Some(vec![Some(2), Some(3)]),
+            Some(vec![]),
+            Some(vec![None, Some(4)]),
+        ]);
+        assert_eq!(
+            texts(&list.slice(1, 3)).unwrap(),
+            ["[2,3]", "[]", "[null,4]"]
+        );
+        let fixed = FixedSizeListArray::from_iter_primitive::<Int32Type, _, _>(
+            vec![
+                Some(vec![Some(1), Some(2)]),
+                None,
+                Some(vec![Some(5), None]),
+            ],
+            2,
+        );
+        assert_eq!(texts(&fixed.slice(1, 2)).unwrap(), ["null", "[5,null]"]);
+        let strings = StringArray::from(vec!["skipped", "é", "\u{1}"]);
+        assert_eq!(
+            texts(&strings.slice(1, 2)).unwrap(),
+            ["\"é\"", "\"\\u0001\""]
+        );
+    }
+
+    #[test]
+    fn a_raw_column_is_copied_as_it_is() {
+        let written = StringArray::from(vec![Some("[1,2]"), None]);
+        let column = Column::new(&written, true).unwrap();
+        let mut out = Vec::new();
+        column.write(0, &mut out).unwrap();
+        assert_eq!(out, b"[1,2]");
+        assert!(column.is_null(1));
+        let not_text = Int32Array::from(vec![1]);
+        assert!(matches!(
+            Column::new(&not_text, true),
+            Err(KernelError::Unsupported(_))
+        ));
+    }
+
+    #[test]
+    fn a_type_the_kernel_does_not_write_is_unsupported() {
+        let times = Time32SecondArray::from(vec![1]);
+        assert!(matches!(
+            Column::new(&times, false),
+            Err(KernelError::Unsupported(text)) if text.contains("Time32")
+        ));
+    }
+
+    #[test]
+    fn names_and_raw_flags_not_one_per_column_are_the_callers_error() {
+        let batch = RecordBatch::try_from_iter(vec![(
+            "a",
+            Arc::new(Int32Array::from(vec![1])) as ArrayRef,
+        )])
+        .unwrap();
+        let one = ["a".to_string()];
+        let cases = [
+            (
+                &one[..0],
+                &[false][..],
+                "(1 columns), got 0 names and 1 raw flags",
+            ),
+            (
+                &one[..],
+                &[][..],
+                "(1 columns), got 1 names and 0 raw flags",
+            ),
+        ];
+        for (names, raw, said) in cases {
+            match Rows::table(&batch, names, raw) {
+                Err(KernelError::Arguments(text)) => assert!(text.ends_with(said), "{text}"),
+                Err(other) => panic!("not the caller's error: {other}"),
+                Ok(_) => panic!("{} names and {} raw flags taken", names.len(), raw.len()),
+            }
+        }
+    }
+}

@@ -3,7 +3,9 @@
 The kernel writes each row's canonical line from the Arrow buffers, hashes it and adds its lanes
 and sketch bucket, on threads without the GIL (:mod:`ubunye_rows.hashing.table_lanes` decides
 what it is given). When the extension cannot be imported every table takes the Python path, the
-specification, with one warning naming the command that installs the kernel.
+specification, with one warning naming the command that installs the kernel. Where the kernel
+hands a table back (a value it refuses, or a panic it caught, which is warned of as the bug it
+is) :func:`call_or_fall_back` gives None and the caller takes the Python path.
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ INSTALL_COMMAND = "pip install ubunye-rows  (from a clone: pip install ./rows)"
 KERNEL_ENV = "UBUNYE_HASH_KERNEL"
 
 #: How often the Python path stood in: ``columns`` written by it, ``tables`` hashed by it whole
-#: (``unavailable``: the extension did not import).
+#: (``panics``: of those, after a kernel panic; ``unavailable``: the extension did not import).
 fallbacks: Counter[str] = Counter()
 
 _state: dict[str, Any] = {}
@@ -34,6 +36,10 @@ _state: dict[str, Any] = {}
 
 class KernelMissingWarning(RuntimeWarning):
     """The native kernel could not be imported; hashing is correct but slower."""
+
+
+class KernelPanicWarning(RuntimeWarning):
+    """The native kernel panicked (a bug in it); the Python path hashed the data instead."""
 
 
 def _import_kernel() -> ModuleType | None:
@@ -67,6 +73,27 @@ def kernel() -> ModuleType | None:
     return module
 
 
+def call_or_fall_back(module: ModuleType, function: str, *args: Any) -> Any:
+    """``module.function(*args)``, or None when the kernel hands the data back to the Python
+    path: a value it refuses, or a panic (warned of with :class:`KernelPanicWarning`)."""
+    try:
+        return getattr(module, function)(*args)
+    except module.KernelPanic as panic:
+        fallbacks["tables"] += 1
+        fallbacks["panics"] += 1
+        warnings.warn(
+            f"ubunye-rows: the native kernel panicked in {function} ({panic}); the Python path "
+            "hashed the data instead (the same digest, slower). This is a bug in the kernel: "
+            "please report it with the table's schema.",
+            KernelPanicWarning,
+            stacklevel=3,
+        )
+        return None
+    except module.KernelFallback:
+        fallbacks["tables"] += 1
+        return None
+
+
 def buckets_from_bytes(packed: bytes) -> np.ndarray:
     """The kernel's 768 little-endian u64 as a (3, 256) uint64 array (counts, lane A, lane B)."""
     import numpy as np
@@ -82,20 +109,22 @@ def digests_from_bytes(packed: bytes) -> np.ndarray:
 
 
 def line_buckets(lines: pa.ChunkedArray, threads: int) -> np.ndarray | None:
-    """Per-bucket sums of lines already built; None without the kernel."""
-    import pyarrow as pa
-
-    module = kernel()
-    if module is None:
-        return None
-    return buckets_from_bytes(module.line_buckets(pa.table([lines], names=["line"]), threads))
+    """Per-bucket sums of lines already built; None without the kernel or when it falls back."""
+    packed = _lines_by_kernel("line_buckets", lines, threads)
+    return None if packed is None else buckets_from_bytes(packed)
 
 
 def line_digests(lines: pa.ChunkedArray, threads: int) -> np.ndarray | None:
-    """Each line's SHA-256 ((n, 32) uint8) of lines already built; None without the kernel."""
+    """Each line's SHA-256 ((n, 32) uint8) of lines already built; None without the kernel or
+    when it falls back."""
+    packed = _lines_by_kernel("line_digests", lines, threads)
+    return None if packed is None else digests_from_bytes(packed)
+
+
+def _lines_by_kernel(function: str, lines: pa.ChunkedArray, threads: int) -> bytes | None:
     import pyarrow as pa
 
     module = kernel()
     if module is None:
         return None
-    return digests_from_bytes(module.line_digests(pa.table([lines], names=["line"]), threads))
+    return call_or_fall_back(module, function, pa.table([lines], names=["line"]), threads)

@@ -4,8 +4,9 @@ where the kernel does not write a column or refuses a value.
 A column whose type the kernel does not write is written by the Python path
 (:func:`~ubunye_rows.hashing.arrow_lines.value_texts`) and handed to the kernel as finished
 texts; a table holding a value the kernel refuses (a date outside the years 1 to 9999, invalid
-UTF-8, a null map key) is hashed by the Python path whole, which then gives the spec's digest or
-its error. ``native.fallbacks`` counts both. Without the kernel every table takes the Python path.
+UTF-8, a null map key), or one it panicked on (a bug, warned of), is hashed by the Python path
+whole, which then gives the spec's digest or its error. ``native.fallbacks`` counts both.
+Without the kernel every table takes the Python path.
 """
 
 from __future__ import annotations
@@ -132,16 +133,12 @@ def kernel_input(
 
 def _by_kernel(function: str, table: pa.Table, names: Sequence[str], kinds: Sequence[str]) -> Any:
     """The kernel's ``function`` (``table_buckets`` or ``table_digests``) of the table's lines;
-    None when the kernel is missing or refuses a value (the Python path then hashes it)."""
+    None when the kernel is missing or hands the table back (the Python path then hashes it)."""
     module = native.kernel()
     if module is None:
         return None
     data, raw = kernel_input(table, names, kinds)
-    try:
-        return getattr(module, function)(data, list(names), raw, hash_threads())
-    except module.KernelFallback:
-        native.fallbacks["tables"] += 1
-        return None
+    return native.call_or_fall_back(module, function, data, list(names), raw, hash_threads())
 
 
 def table_buckets(table: pa.Table, names: Sequence[str], kinds: Sequence[str]) -> np.ndarray:
