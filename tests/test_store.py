@@ -208,7 +208,7 @@ def test_an_ambiguous_prefix_is_an_error_listing_the_candidates(store):
 
 def test_an_unknown_run_is_a_clear_error(store):
     store.save(make_record("abc123"))
-    with pytest.raises(RecordNotFoundError, match=r"no run .zzz.*none match"):
+    with pytest.raises(RecordNotFoundError, match=r"no run .zzz.*\(it has 1 run: abc123\)"):
         store.load(TASK, "zzz")
     with pytest.raises(RecordNotFoundError, match="no records"):
         store.load("shop/sales/other", "abc")

@@ -4,8 +4,9 @@ case; ``ubunye-dagster clean``: remove what killed writers staged beside the dat
 Flags are the reference CLI's (``-d/--usecase-dir -u -p -t --run-id --run-id1 --run-id2
 --lineage-dir --json``), so the same command line works with ``ubunye lineage``. ``--asset a/b``
 finds a Dagster asset's task folder instead of ``-t``. Every failure is one ``error:`` line on
-stderr and exit code 1 (2 for a wrong command line); with ``--json`` stdout also gets
-``{"ok": false, "error": ...}``.
+stderr and exit code 1 (2 for a wrong command line, whose line says how to get help); with
+``--json`` stdout also gets ``{"ok": false, "error": ...}``. The help text is click's, so the
+commands' docstrings are plain text whose first sentence is short enough to be listed whole.
 """
 
 from __future__ import annotations
@@ -50,7 +51,7 @@ from ubunye_core.records.drift import (
     judge_records,
     partition_of,
 )
-from ubunye_core.records.model import RunRecord
+from ubunye_core.records.model import RUN_STATUSES, RunRecord
 from ubunye_core.store import (
     LINEAGE_SUBDIR,
     LineageStore,
@@ -58,6 +59,8 @@ from ubunye_core.store import (
     UnreadableRecordWarning,
     task_name_for_key,
 )
+from ubunye_core.store.listing import instant
+from ubunye_core.wording import counted
 
 DEFAULT_LINEAGE_DIR = "/".join(LINEAGE_SUBDIR)
 
@@ -78,12 +81,33 @@ def _print_json(document: Any) -> None:
     click.echo(json.dumps(document, indent=2, ensure_ascii=False, default=str))
 
 
+def _reason(exc: BaseException) -> str:
+    return f"{exc} ({type(exc).__name__})" if str(exc) else type(exc).__name__
+
+
+def _existing_folder(path: UPath, what: str) -> UPath:
+    """``path`` when it is a folder (on an object store: a prefix holding objects); else a
+    CliError saying that ``what`` does not exist, is not a folder, or cannot be read and why."""
+    try:
+        if path.is_dir():
+            return path
+        exists = path.exists()
+    except Exception as exc:  # whatever the store's client raises: credentials, endpoint, access
+        raise CliError(f"cannot read {what} {path}: {_reason(exc)}") from exc
+    raise CliError(f"{what} {path} {'is a file, not a folder' if exists else 'does not exist'}")
+
+
 def _open_store(
     usecase_dir: str, lineage_dir: str, *, use_index: bool = True, as_json: bool = False
 ) -> LineageStore:
     """The store at ``--lineage-dir`` (a URL, an absolute path, or a path under ``-d``), with a
-    progress bar on a terminal for long index work (never with --json)."""
-    root = lineage_dir if "://" in lineage_dir else UPath(usecase_dir) / lineage_dir
+    progress bar on a terminal for long index work (never with --json). The folder named must
+    exist: ``--lineage-dir`` when it is a URL or absolute, else ``-d`` (whose records folder
+    may not be made yet)."""
+    if "://" in lineage_dir or os.path.isabs(lineage_dir):
+        root = _existing_folder(UPath(lineage_dir), "the lineage folder")
+    else:
+        root = _existing_folder(UPath(usecase_dir), "the use case folder") / lineage_dir
     progress = None if as_json or not sys.stderr.isatty() else TerminalProgress()
     return LineageStore(root, use_index=use_index, progress=progress)
 
@@ -153,14 +177,25 @@ def earlier_first(a: RunRecord, b: RunRecord) -> tuple[RunRecord, RunRecord]:
 
 @dataclass(frozen=True)
 class Selection:
-    """What the common options name: the store, the task (-u -p -t or --asset) and --json."""
+    """What the common options name: the store (-d, --lineage-dir, --no-index), the task
+    (-u -p -t or --asset) and --json."""
 
-    store: LineageStore
+    usecase_dir: str
+    lineage_dir: str
+    use_index: bool
     usecase: str | None
     package: str | None
     task: str | None
     asset: str | None
     as_json: bool
+
+    @functools.cached_property
+    def store(self) -> LineageStore:
+        """The store, opened when first asked for (a CliError when its folder is missing), so
+        a command reports that as it reports its other failures."""
+        return _open_store(
+            self.usecase_dir, self.lineage_dir, use_index=self.use_index, as_json=self.as_json
+        )
 
     def task_path(self) -> str:
         """The one ``usecase/package/task`` the options name (CliError when they do not)."""
@@ -225,8 +260,10 @@ def _selected(func: Callable[..., Any]) -> Callable[..., Any]:
         asset: str | None,
         **options: Any,
     ) -> Any:
-        store = _open_store(usecase_dir, lineage_dir, use_index=not no_index, as_json=as_json)
-        return func(Selection(store, usecase, package, task, asset, as_json), **options)
+        selection = Selection(
+            usecase_dir, lineage_dir, not no_index, usecase, package, task, asset, as_json
+        )
+        return func(selection, **options)
 
     for option in reversed(_SELECTION_OPTIONS):
         command = option(command)
@@ -262,7 +299,15 @@ def lineage() -> None:
 
 @lineage.command("list")
 @_selected
-@click.option("-n", "--n", "limit", default=10, show_default=True, help="How many recent runs.")
+@click.option(
+    "-n",
+    "--n",
+    "limit",
+    type=click.IntRange(min=0),
+    default=10,
+    show_default=True,
+    help="How many recent runs.",
+)
 def list_command(selection: Selection, limit: int) -> None:
     """A task's recent runs, newest first."""
     task_path = selection.task_path()
@@ -287,7 +332,11 @@ def show_command(selection: Selection, run_id: str | None) -> None:
 @_selected
 @_run_id_option
 def trace_command(selection: Selection, run_id: str | None) -> None:
-    """What a run read, did and wrote: hashes, row counts, code, environment, timings, checks."""
+    """What a run read, did and wrote.
+
+    Its inputs and outputs with hashes and row counts, the code, the environment, the timings
+    and the expectation checks (the latest run, or --run-id).
+    """
     record = _latest(selection.store, selection.task_path(), run_id)
     selection.print(trace_document(record), trace_tree(record))
 
@@ -303,11 +352,10 @@ def latest_pair(store: LineageStore, task_path: str) -> tuple[RunRecord, RunReco
     # Lazy: reading stops at the first older run of the same partition.
     for record in runs:
         return record, newest
-    which = f"partition {partition!r}" if partition is not None else "unpartitioned runs"
+    which = f"run of partition {partition!r}" if partition is not None else "unpartitioned run"
     raise CliError(
         f"compare needs two runs of the same partition; the newest run {newest.run_id} of "
-        f"{task_path} is the only one of {which} in {store.root} (name two with "
-        "--run-id1/--run-id2)"
+        f"{task_path} is its only {which} in {store.root} (name two with --run-id1/--run-id2)"
     )
 
 
@@ -341,9 +389,12 @@ def compare_command(
     strict_sources: bool,
     flag_reasons: tuple[str, ...],
 ) -> None:
-    """Two runs side by side (by default the newest and the one before it of the same
-    partition): changed, unchanged, unknown or not comparable, and why; then the drift
-    sensor's verdict on the newer run's outputs (unchanged, explained, drift, not judged)."""
+    """Two runs side by side, then the drift verdict.
+
+    By default the newest run and the one before it of the same partition: each value changed,
+    unchanged, unknown or not comparable, and why; then the drift sensor's verdict on the newer
+    run's outputs (unchanged, explained, drift, not judged).
+    """
     store = selection.store
     task_path = selection.task_path()
     if bool(run_id1) != bool(run_id2):
@@ -370,12 +421,34 @@ def compare_command(
         console.print(drift_lines(judgements, previous, current, flags))
 
 
+def _iso_instant(_ctx: click.Context, _param: click.Parameter, value: str | None) -> str | None:
+    """``value`` when it is an ISO date or time; else the usage error saying so."""
+    if value is not None and instant(value) is None:
+        raise click.BadParameter(
+            f"{value!r} is not an ISO date or time (like 2026-01-31 or 2026-01-31T12:00:00Z)."
+        )
+    return value
+
+
 @lineage.command("search")
 @_selected
-@click.option("--status", default=None, help="Only runs with this status (success, error, ...).")
-@click.option("--since", default=None, help="Only runs started on or after this ISO date/time.")
+@click.option(
+    "--status",
+    type=click.Choice(RUN_STATUSES, case_sensitive=False),
+    default=None,
+    help="Only runs with this status.",
+)
+@click.option(
+    "--since",
+    default=None,
+    callback=_iso_instant,
+    help="Only runs started on or after this ISO date or time (2026-01-31, 2026-01-31T12:00).",
+)
 def search_command(selection: Selection, status: str | None, since: str | None) -> None:
-    """Runs across tasks, narrowed by -u/-p/-t (or --asset), --status and --since."""
+    """Runs across tasks, newest first.
+
+    Narrowed by -u/-p/-t (or --asset), --status and --since; one line per run, then the count.
+    """
     name = selection.task_name()
     if selection.package and not selection.usecase:
         raise CliError("-p needs -u")
@@ -405,8 +478,11 @@ def _with_store_options(func: Callable[..., Any]) -> Callable[..., Any]:
 @_with_store_options
 @click.option("--full", is_flag=True, help="Delete the index and build it from every record.")
 def reindex_command(usecase_dir: str, lineage_dir: str, as_json: bool, full: bool) -> None:
-    """Bring the lineage index up to date with the record files (--full: build it anew);
-    reports the records read and the unreadable files skipped."""
+    """Bring the lineage index up to date with the record files.
+
+    With --full the index is deleted and built anew. Reports the records read and the
+    unreadable files skipped.
+    """
     store = _open_store(usecase_dir, lineage_dir, as_json=as_json)
     report = store.reindex(full=full)
     for _, reason in report.unreadable:
@@ -421,12 +497,18 @@ def reindex_command(usecase_dir: str, lineage_dir: str, as_json: bool, full: boo
 
 @lineage.command("diff")
 @_selected
-@click.argument("paths", nargs=-1)
+@click.argument("paths", nargs=-1, metavar="[PATH_A PATH_B]")
 @click.option("--run-id1", default=None, help="Run A (default: the newest run's predecessor).")
 @click.option("--run-id2", default=None, help="Run B (default: the newest run).")
 @click.option("--output", "output", default=None, help="The output to compare (when several).")
 @click.option("--key", default=None, help="Key columns 'a,b': report rows changed by key.")
-@click.option("--limit", default=10, show_default=True, help="Rows shown of each kind.")
+@click.option(
+    "--limit",
+    type=click.IntRange(min=0),
+    default=10,
+    show_default=True,
+    help="Rows shown of each kind.",
+)
 def diff_command(
     selection: Selection,
     paths: tuple[str, ...],
@@ -436,8 +518,11 @@ def diff_command(
     key: str | None,
     limit: int,
 ) -> int:
-    """Which rows changed between two runs of an asset (or two stored PATH_A PATH_B): rows
-    removed and added, or with --key rows changed. Exit 0 equal, 1 different, 2 trouble."""
+    """Which rows changed between two runs of an asset.
+
+    Or between two stored paths PATH_A PATH_B (PATH@vN: a Delta table's version N): rows
+    removed and added, or with --key rows changed. Exit 0 equal, 1 different, 2 trouble.
+    """
     from ubunye_core.diff.report import diff_versions, path_version, recorded_version
 
     try:
@@ -461,8 +546,10 @@ def diff_command(
 @_selected
 @click.option("--output", "output", default=None, help="The output to combine (when several).")
 def digest_command(selection: Selection, output: str | None) -> None:
-    """The rows-v1 digest of a whole (partitioned) asset: the newest successful run of each
-    partition, combined from the run records alone."""
+    """The rows-v1 digest of a whole (partitioned) asset.
+
+    The newest successful run of each partition, combined from the run records alone.
+    """
     from ubunye_core.diff.report import asset_digest, latest_partition_digests
 
     task_path = selection.task_path()
@@ -482,17 +569,21 @@ def digest_command(selection: Selection, output: str | None) -> None:
         "partitions": used,
     }
     lines = [
-        f"Digest of {task_path}: {len(parts)} partition(s)",
+        f"Digest of {task_path}: {counted(len(parts), 'partition')}",
         f"data   : {fp.data_hash}",
         f"schema : {fp.schema_hash}",
         f"rows   : {fp.row_count}",
         "from   :",
         *(
-            f"  {p['partition'] or '(unpartitioned)'}  run {p['run_id']}  {p['row_count']} rows"
+            f"  {p['partition'] or '(unpartitioned)'}  run {p['run_id']}  {_rows(p['row_count'])}"
             for p in used
         ),
     ]
     selection.print(document, "\n".join(lines))
+
+
+def _rows(count: int | None) -> str:
+    return counted(count, "row") if count is not None else "rows not recorded"
 
 
 def _two_runs(
@@ -505,6 +596,17 @@ def _two_runs(
     if run_id1 and run_id2:
         return selection.store.load(task_path, run_id1), selection.store.load(task_path, run_id2)
     return latest_pair(selection.store, task_path)
+
+
+def _json_object(_ctx: click.Context, _param: click.Parameter, value: str) -> dict[str, Any]:
+    """``value`` read as a JSON object; else the usage error saying why it is not one."""
+    try:
+        options = json.loads(value)
+    except json.JSONDecodeError as exc:
+        raise click.BadParameter(f"{value!r} is not JSON: {exc}.") from exc
+    if not isinstance(options, dict):
+        raise click.BadParameter(f"{value!r} is not a JSON object ({{...}}).")
+    return options
 
 
 @cli.command("clean")
@@ -521,16 +623,24 @@ def _two_runs(
 @click.option(
     "--storage-options",
     default="{}",
+    callback=_json_object,
     help='fsspec options as JSON, e.g. \'{"client_kwargs": {"endpoint_url": "..."}}\'.',
 )
 def clean_command(
-    base_path: str, older_than_hours: float, dry_run: bool, storage_options: str
+    base_path: str, older_than_hours: float, dry_run: bool, storage_options: dict[str, Any]
 ) -> None:
-    """Remove the staging entries (``.ubunye-tmp-*``) that killed writers left under BASE_PATH
-    (the IO manager's base_path: a folder or an fsspec URL). A live writer's entry is never
+    """Remove what killed writers staged under BASE_PATH.
+
+    BASE_PATH is the IO manager's base_path: a folder or an fsspec URL. Writes are staged
+    beside their targets under names starting .ubunye-tmp-; a live writer's entry is never
     touched: on this host its process is asked; from another host, only entries older than
-    --older-than count as dead."""
-    root = UPath(base_path, **json.loads(storage_options))
+    --older-than count as dead.
+    """
+    try:
+        root = UPath(base_path, **storage_options)
+    except (TypeError, ValueError) as exc:
+        raise CliError(f"cannot open {base_path} with --storage-options: {exc}") from exc
+    _existing_folder(root, "the base path")
     native = str(root.absolute()) if root.protocol in ("", "file", "local") else root.path
     stale_after = older_than_hours * 3600
     if dry_run:
@@ -540,13 +650,20 @@ def clean_command(
     for path in found:
         click.echo(path)
     verb = "would remove" if dry_run else "removed"
-    click.echo(
-        f"{verb} {len(found)} staging entr{'y' if len(found) == 1 else 'ies'} left by dead writers"
-    )
+    entries = counted(len(found), "staging entry", "staging entries")
+    click.echo(f"{verb} {entries} left by dead writers")
 
 
-def _fail(message: str, as_json: bool, code: int = 1) -> int:
+def _help_hint(ctx: click.Context | None) -> str:
+    """Where the help of the command a usage error was made on is (click's own wording)."""
+    return f"Try '{ctx.command_path if ctx else 'ubunye-dagster'} --help' for help."
+
+
+def _fail(message: str, as_json: bool, code: int = 1, hint: str = "") -> int:
     first_line = " ".join(message.split("\n")[0].split()) or "failed"
+    if hint:
+        # click 8.1 ends some messages without a full stop ("No such option: --x").
+        first_line += ("" if first_line.endswith((".", "?", "!")) else ".") + f" {hint}"
     if as_json:
         _print_json({"ok": False, "error": first_line})
     click.echo(f"error: {first_line}", err=True)
@@ -566,6 +683,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             code = exc.exit_code
         except click.exceptions.Abort:
             code = _fail("aborted", as_json)
+        except click.UsageError as exc:
+            code = _fail(exc.format_message(), as_json, exc.exit_code, _help_hint(exc.ctx))
         except click.ClickException as exc:
             code = _fail(exc.format_message(), as_json, exc.exit_code)
         except (CliError, ReportError, LineageStoreError, ValueError, OSError) as exc:

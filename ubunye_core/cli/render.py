@@ -35,6 +35,7 @@ from ubunye_core.records.drift import (
 from ubunye_core.records.model import RunRecord, StepRecord
 from ubunye_core.store import ReindexReport
 from ubunye_core.store.listing import RunEntry
+from ubunye_core.wording import counted
 
 _STATUS_STYLE = {"success": "green", "error": "red", "running": "yellow"}
 _NOT_RECORDED = "-"
@@ -135,7 +136,7 @@ def write_search_lines(
             f"{status}  {_seconds(entry.duration_sec)}\n"
         )
         count += 1
-    write(f"{count} matching runs\n" if count else "No matching lineage records.\n")
+    write(f"{counted(count, 'matching run')}\n" if count else "No matching lineage records.\n")
     return count
 
 
@@ -196,7 +197,7 @@ def reindex_text(report: ReindexReport, root: Any) -> str:
     """``reindex``: one line of counts and where the index is."""
     indexed = report.read + report.unchanged - len(report.unreadable)
     return (
-        f"Indexed {indexed:,} records of {root} in {report.seconds:.1f}s: "
+        f"Indexed {counted(indexed, 'record')} of {root} in {report.seconds:.1f}s: "
         f"{report.read:,} read, {report.unchanged:,} unchanged, {report.removed:,} removed, "
         f"{len(report.unreadable):,} skipped as unreadable.\nIndex: {report.index}"
     )

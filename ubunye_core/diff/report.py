@@ -19,6 +19,7 @@ from ubunye_core.records.drift import partition_of
 from ubunye_core.records.model import RunRecord, StepRecord
 from ubunye_core.records.sketches import step_sketch
 from ubunye_core.store import LineageStore
+from ubunye_core.wording import counted
 from ubunye_rows.hashing.digest import Fingerprint
 from ubunye_rows.sketch import BUCKETS, Sketch, combine
 
@@ -40,6 +41,8 @@ class Version:
     sketch: Sketch | None = None
     #: The digest recorded for these rows (checked when there is no sketch).
     data_hash: str | None = None
+    #: A run record's output (stored once, so missing now means gone), not a path given.
+    recorded: bool = False
 
     def where(self) -> str:
         """The location, with ``@v<version>`` for a Delta table version."""
@@ -96,10 +99,10 @@ class DiffReport:
         """The report as text: both sides, the buckets, then the rows (at most ``limit``)."""
         out = [f"{tag}: {side.describe()}" for tag, side in (("A", self.before), ("B", self.after))]
         removed, added = self.most_changed()
-        out.append(
-            f"buckets differing: {len(self.buckets)} of {BUCKETS}"
-            + (f" (at most {removed} rows removed, {added} added)" if self.buckets else "")
-        )
+        buckets = f"buckets differing: {len(self.buckets)} of {BUCKETS}"
+        if self.buckets:
+            buckets += f" (at most {counted(removed, 'row')} removed, {added:,} added)"
+        out.append(buckets)
         out += [f"note: {note}" for note in self.notes]
         if self.diff is None:
             out.append("rows equal" if self.equal else "rows differ (not compared row by row)")
@@ -164,6 +167,7 @@ def recorded_version(record: RunRecord, step: StepRecord) -> Version:
         predicate=delta.get("predicate"),
         sketch=step_sketch(step),
         data_hash=step.data_hash,
+        recorded=True,
     )
 
 
@@ -174,6 +178,11 @@ def path_version(path: str) -> Version:
     if marker and tail.isdigit():
         location, version = head, int(tail)
     fmt = "delta" if os.path.isdir(os.path.join(location, "_delta_log")) else "parquet"
+    if version is not None and fmt != "delta":
+        raise ReportError(
+            f"{path}: @v{version} names a version of a Delta table, and {location} is not one "
+            "(no _delta_log folder)"
+        )
     return Version(label=path, location=location, format=fmt, version=version)
 
 
@@ -199,7 +208,10 @@ def diff_versions(
     sides = [_stored_rows(side, notes, storage_options) for side in (before, after)]
     if sides[0] is None or sides[1] is None:
         if buckets is None:
-            raise ReportError("; ".join(notes) + " (and no recorded sketches to compare)")
+            recorded = before.recorded or after.recorded
+            raise ReportError(
+                "; ".join(notes) + (" (and no recorded sketches to compare)" if recorded else "")
+            )
         return DiffReport(before, after, buckets, notes=notes)
     (table_b, digests_b), (table_a, digests_a) = sides
     diff = diff_tables(table_b, table_a, key=key, digests=(digests_b, digests_a))
@@ -220,7 +232,7 @@ def _stored_rows(
             storage_options=storage_options,
         )
     except FileNotFoundError as exc:
-        notes.append(f"{side.label}: {exc}")
+        notes.append(f"{side.label}: no longer stored ({exc})" if side.recorded else str(exc))
         return None
     digests = table_row_digests(stored.view)
     now = sketch_of_digests(stored.view, digests)
@@ -257,9 +269,10 @@ def latest_partition_digests(
         step = output_step(record, output)
         sketch = step_sketch(step)
         if sketch is None:
+            which = f"partition {partition!r}" if partition is not None else "unpartitioned"
             raise ReportError(
-                f"run {record.run_id} (partition {partition}) of {task_path} recorded no sketch "
-                "for its data hash; materialise it again to record one"
+                f"run {record.run_id} ({which}) of {task_path} recorded no sketch for its data "
+                "hash; materialise it again to record one"
             )
         fp = Fingerprint(step.schema_hash or "", step.data_hash, step.row_count, sketch=sketch)
         seen[partition] = PartitionDigest(partition, record.run_id, fp)

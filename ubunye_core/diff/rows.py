@@ -113,7 +113,11 @@ def _checked_key(key: Sequence[str] | None, before: pa.Table, after: pa.Table) -
     for side, table in (("before", before), ("after", after)):
         missing = [name for name in key or () if name not in table.column_names]
         if missing:
-            raise ValueError(f"key column(s) {missing} are not in the {side} table")
+            names = ", ".join(repr(name) for name in missing)
+            which = f"key column {names} is" if len(missing) == 1 else f"key columns {names} are"
+            columns = table.column_names
+            shown = ", ".join(columns[:10]) + (", ..." if len(columns) > 10 else "")
+            raise ValueError(f"{which} not in the {side} table (its columns: {shown})")
     return key
 
 

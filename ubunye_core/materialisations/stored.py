@@ -87,7 +87,8 @@ def read_stored(
 
     ``format`` is the record's step format: ``parquet`` (a file or a folder of part files) or
     ``delta`` (``version`` picks the table version, the latest when None; ``predicate`` the
-    rows of one partition). FileNotFoundError when nothing is stored there.
+    rows of one partition). FileNotFoundError when nothing is stored there, OSError when the
+    store cannot be read (no credentials, say).
     """
     if format == "delta":
         from ubunye_core.materialisations.delta import (
@@ -115,8 +116,12 @@ def _read_parquet(location: str, storage_options: Mapping[str, Any]) -> tuple[pa
     from fsspec.core import url_to_fs
 
     fs, path = url_to_fs(location, **dict(storage_options))
-    if not fs.exists(path):
-        raise FileNotFoundError(f"nothing is stored at {location} any more")
+    try:
+        stored = fs.exists(path)
+    except Exception as exc:  # whatever the store's client raises: credentials, endpoint
+        raise OSError(f"cannot read {location}: {exc} ({type(exc).__name__})") from exc
+    if not stored:
+        raise FileNotFoundError(f"nothing is stored at {location}")
     table = pq.read_table(path, filesystem=fs)
     notes = footer_notes(table.schema)
     if not notes and fs.isdir(path):

@@ -22,9 +22,12 @@ from ubunye_core.store.errors import (
 from ubunye_core.store.layout import RECORD_SUFFIX, StoreLayout
 from ubunye_core.store.listing import FileEntry
 from ubunye_core.store.names import check_segment
+from ubunye_core.wording import counted
 
 #: Record files an object store is asked for in one request.
 _REMOTE_BATCH = 256
+#: Run ids a "no such run" error lists, when the task has no more runs than this.
+_RUNS_NAMED = 5
 
 
 class RecordReader(StoreLayout):
@@ -48,9 +51,10 @@ class RecordReader(StoreLayout):
         # A whole run id is one read; only a prefix needs the folder listing.
         with suppress(RecordNotFoundError):
             return self.read(folder / (prefix + RECORD_SUFFIX))
-        files = self._record_entries(folder)
-        fits = sorted(entry.name[: -len(RECORD_SUFFIX)] for entry in files)
-        fits = [run_id for run_id in fits if run_id.startswith(prefix)]
+        run_ids = sorted(
+            entry.name[: -len(RECORD_SUFFIX)] for entry in self._record_entries(folder)
+        )
+        fits = [run_id for run_id in run_ids if run_id.startswith(prefix)]
         if len(fits) > 1:
             shown = ", ".join(fits[:10]) + (", ..." if len(fits) > 10 else "")
             raise AmbiguousRunIdError(
@@ -58,9 +62,8 @@ class RecordReader(StoreLayout):
                 f"give more characters"
             )
         if not fits:
-            where = "it has no records" if not files else f"{len(files)} runs, none match"
             raise RecordNotFoundError(
-                f"no run {prefix!r} of task {task_path} in {self._root} ({where})"
+                f"no run {prefix!r} of task {task_path} in {self._root} ({_runs_held(run_ids)})"
             )
         return self.read(folder / (fits[0] + RECORD_SUFFIX))
 
@@ -99,6 +102,16 @@ class RecordReader(StoreLayout):
         except LineageStoreError as exc:
             warn_unreadable(str(exc))
             return None
+
+
+def _runs_held(run_ids: list[str]) -> str:
+    """What a task folder holds, said when the run asked for is not among ``run_ids``."""
+    if not run_ids:
+        return "it has no records"
+    held = counted(len(run_ids), "run")
+    if len(run_ids) > _RUNS_NAMED:
+        return f"it has {held}, none with that id or prefix"
+    return f"it has {held}: {', '.join(run_ids)}"
 
 
 def parse_record(target: UPath, data: bytes) -> RunRecord:
