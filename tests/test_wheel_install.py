@@ -1,10 +1,12 @@
-"""The package installs like one: ``python -m build`` gives an sdist and a wheel with all they
-must hold, and the wheel, installed into a fresh venv, runs a small Dagster project and the
-``ubunye-dagster`` CLI from a folder outside the repository.
+"""The packages install the way teams deploy them, without a Rust toolchain: ubunye-rows is one
+abi3 manylinux wheel (its sdist, built by maturin with zig as the linker, the tag proved by
+``auditwheel``), ubunye-dagster a pure-Python wheel, and both, installed into a fresh venv whose
+PATH finds no ``cargo`` or ``rustc``, pass the rows-v1 conformance suite on the native kernel and
+run a Dagster project and the ``ubunye-dagster`` CLI from a folder outside the repository.
 
-Slow (two builds, a venv, an install): select with ``-m wheel``. Dependencies come from PyPI or
-uv's cache, pinned to the versions of the running environment, so the fresh venv runs beside the
-same Dagster the rest of the suite runs on.
+Slow (two sdists, two wheels, a venv, an install): select with ``-m wheel``. Linux only (the
+manylinux tag). Dependencies come from PyPI or uv's cache, pinned to the versions of the running
+environment, so the fresh venv runs beside the same Dagster the rest of the suite runs on.
 """
 
 from __future__ import annotations
@@ -12,21 +14,33 @@ from __future__ import annotations
 import importlib.metadata
 import json
 import os
+import platform
+import shutil
 import subprocess
 import sys
 import tarfile
 import textwrap
+import xml.etree.ElementTree as ElementTree
 import zipfile
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
 import pandas as pd
 import pytest
+from packaging.utils import parse_wheel_filename
 
 from ubunye_rows import fingerprint
+from ubunye_rows.testing.backend_conformance import vectors_for
 
 pytest.importorskip("build.env")  # the `build` frontend (dev extra), not a stray build/ folder
-pytestmark = pytest.mark.wheel
+pytest.importorskip("maturin")
+pytest.importorskip("ziglang")
+pytest.importorskip("auditwheel")
+pytestmark = [
+    pytest.mark.wheel,
+    pytest.mark.skipif(sys.platform != "linux", reason="the manylinux wheel is built on Linux"),
+]
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -55,6 +69,20 @@ DISTRIBUTIONS = (
 )
 TIMEOUT = 900
 
+#: The rows wheel's tag: glibc 2.17, the oldest a Rust extension can target (Rust's standard
+#: library needs 2.17), so the widest manylinux tag there is.
+MANYLINUX = "manylinux2014"
+MANYLINUX_PLATFORM = f"manylinux_2_17_{platform.machine()}"
+#: The compiled kernel, the one file of the rows wheel that git does not track.
+KERNEL = "ubunye_rows/_kernel.abi3.so"
+#: The stripped kernel is under 2 MB and its wheel under 1 MB; past this bound something else
+#: went in (debug symbols, a build folder).
+MAX_ROWS_WHEEL_BYTES = 4_000_000
+#: The conformance suite's files in tests/ that need nothing but pytest, pandas and ubunye-rows.
+CONFORMANCE_FILES = {"test_conformance_arrow.py": "arrow", "test_conformance_pandas.py": "pandas"}
+#: Environment variables that point a build at a Rust toolchain (cargo, rustup, rustc, maturin).
+TOOLCHAIN_PREFIXES = ("CARGO", "RUSTUP", "RUSTC", "RUSTDOC", "RUSTFLAGS", "MATURIN", "PYO3")
+
 PROJECT = textwrap.dedent(
     '''
     """A team's small Dagster project: two pandas assets stored through UbunyeIOManager."""
@@ -66,6 +94,8 @@ PROJECT = textwrap.dedent(
 
     import ubunye_dagster
     from ubunye_dagster import UbunyeIOManager, UbunyeResource
+    from ubunye_rows import _kernel
+    from ubunye_rows.hashing import native
 
 
     @dg.asset
@@ -81,11 +111,29 @@ PROJECT = textwrap.dedent(
     io_manager = UbunyeIOManager(base_path="data", ubunye=UbunyeResource(usecase_dir="."))
     result = dg.materialize([orders, order_totals], resources={"io_manager": io_manager})
     json.dump(
-        {"success": result.success, "run_id": result.run_id, "module": ubunye_dagster.__file__},
+        {
+            "success": result.success,
+            "run_id": result.run_id,
+            "module": ubunye_dagster.__file__,
+            "kernel": _kernel.__file__,
+            "fallbacks": dict(native.fallbacks),
+        },
         sys.stdout,
     )
     '''
 )
+
+
+@dataclass(frozen=True)
+class FreshVenv:
+    """A venv holding the built wheels, and the toolchain-free environment it runs in."""
+
+    bin_dir: Path
+    env: dict[str, str]
+
+    @property
+    def python(self) -> str:
+        return str(self.bin_dir / "python")
 
 
 def expected_frames() -> dict[str, pd.DataFrame]:
@@ -94,28 +142,59 @@ def expected_frames() -> dict[str, pd.DataFrame]:
     return {"orders": orders, "order_totals": orders.assign(total=orders["amount"].fillna(0) * 2)}
 
 
-def run(
-    command: list[str], cwd: Path, env: dict[str, str] | None = None
-) -> subprocess.CompletedProcess[str]:
-    """Run ``command`` in ``cwd`` without the repository on the path (``env`` added); fail with
-    its output."""
+def outside_repository(**extra: str) -> dict[str, str]:
+    """This process's environment without the repository on the Python path, ``extra`` added."""
     base = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
-    env = {**base, **(env or {})}
+    return {**base, **extra}
+
+
+def run(
+    command: list[str], cwd: Path, env: Mapping[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    """Run ``command`` in ``cwd`` with ``env`` (default: :func:`outside_repository`); fail with
+    its output."""
     result = subprocess.run(
-        command, cwd=cwd, env=env, capture_output=True, text=True, timeout=TIMEOUT, check=False
+        command,
+        cwd=cwd,
+        env=dict(env) if env is not None else outside_repository(),
+        capture_output=True,
+        text=True,
+        timeout=TIMEOUT,
+        check=False,
     )
     assert result.returncode == 0, f"{command}\n{result.stdout[-3000:]}\n{result.stderr[-3000:]}"
     return result
 
 
-def build(source: Path, outdir: Path) -> tuple[Path, Path]:
-    """``python -m build`` of ``source`` (the sdist, then the wheel built from that sdist)."""
-    # The kernel's crates, compiled once by the editable install, are reused from its target
-    # folder: the wheel is still built from the unpacked sdist, only the compiler's cache is
-    # shared (a minute and a half less).
-    cargo = {"CARGO_TARGET_DIR": str(ROOT / "rows" / "target")}
-    command = [sys.executable, "-m", "build", "--outdir", str(outdir), str(source)]
-    run(command, cwd=outdir, env=cargo)
+def build_sdist(source: Path, outdir: Path) -> Path:
+    """``python -m build --sdist`` of ``source`` into ``outdir``."""
+    run([sys.executable, "-m", "build", "--sdist", "--outdir", str(outdir), str(source)], outdir)
+    [sdist] = outdir.glob("*.tar.gz")
+    return sdist
+
+
+def build_rows(outdir: Path) -> tuple[Path, Path]:
+    """The ubunye-rows sdist and the abi3 manylinux wheel maturin builds from it, zig linking
+    against glibc 2.17."""
+    sdist = build_sdist(ROOT / "rows", outdir)
+    with tarfile.open(sdist) as archive:
+        archive.extractall(outdir / "unpacked", filter="data")
+    [source] = (outdir / "unpacked").iterdir()
+    command = [sys.executable, "-m", "maturin", "build", "--release", "--locked", "--zig"]
+    command += ["--compatibility", MANYLINUX, "--out", str(outdir)]
+    # The compiled crates are kept in the checkout's target folder, so a second session builds
+    # only the kernel's own crate; zig is this interpreter's (the `ziglang` package).
+    env = outside_repository(
+        CARGO_TARGET_DIR=str(ROOT / "rows" / "target"), CARGO_ZIGBUILD_PYTHON_PATH=sys.executable
+    )
+    run(command, cwd=source, env=env)
+    [wheel] = outdir.glob("*.whl")
+    return sdist, wheel
+
+
+def build_pure_python(source: Path, outdir: Path) -> tuple[Path, Path]:
+    """``python -m build`` of ``source``: the sdist, then the wheel built from that sdist."""
+    run([sys.executable, "-m", "build", "--outdir", str(outdir), str(source)], cwd=outdir)
     [sdist] = outdir.glob("*.tar.gz")
     [wheel] = outdir.glob("*.whl")
     return sdist, wheel
@@ -127,6 +206,14 @@ def module_files(dist: Distribution) -> set[str]:
     listed = run(["git", "ls-files", "--", *dist.packages], cwd=dist.source).stdout.split()
     assert listed, f"git lists no file of {dist.packages}"
     return set(listed)
+
+
+def wheel_contents(wheel: Path) -> tuple[set[str], set[str]]:
+    """The wheel's package files and its ``.dist-info`` files, apart."""
+    with zipfile.ZipFile(wheel) as archive:
+        names = set(archive.namelist())
+    info = {name for name in names if name.split("/")[0].endswith(".dist-info")}
+    return names - info, info
 
 
 def normalised(name: str) -> str:
@@ -147,34 +234,45 @@ def constraints_of_this_environment(path: Path, own: set[str]) -> Path:
     return path
 
 
-@pytest.fixture(scope="module")
+def toolchain_free_environment(bin_dir: Path, empty: Path) -> dict[str, str]:
+    """The fresh venv's environment: PATH is its bin/ alone, no variable names a Rust toolchain,
+    and cargo's and rustup's homes are empty folders, so nothing there can find cargo or rustc."""
+    env = {k: v for k, v in outside_repository().items() if not k.startswith(TOOLCHAIN_PREFIXES)}
+    for home in ("CARGO_HOME", "RUSTUP_HOME"):
+        env[home] = str(empty / home.lower())
+        Path(env[home]).mkdir(parents=True)
+    env.update(PATH=str(bin_dir), UBUNYE_HASH_KERNEL="auto")
+    return env
+
+
+@pytest.fixture(scope="session")
 def built(tmp_path_factory) -> list[tuple[Path, Path]]:
-    """``(sdist, wheel)`` of each distribution, built into its own folder."""
-    built = []
-    for index, dist in enumerate(DISTRIBUTIONS):
-        built.append(build(dist.source, tmp_path_factory.mktemp(f"dist-{index}")))
-    return built
+    """``(sdist, wheel)`` of each distribution, in ``DISTRIBUTIONS`` order, built once."""
+    rows = build_rows(tmp_path_factory.mktemp("dist-rows"))
+    return [rows, build_pure_python(ROOT, tmp_path_factory.mktemp("dist-dagster"))]
 
 
 @pytest.fixture(scope="module")
-def installed(built, tmp_path_factory) -> Path:
-    """A fresh venv with the built wheels installed (by uv: seconds, where pip takes a minute);
-    its bin/."""
+def installed(built, tmp_path_factory) -> FreshVenv:
+    """A fresh venv with the built wheels and pytest installed (by uv, from wheels only: seconds,
+    where pip takes a minute), in an environment where no Rust toolchain can be found."""
     folder = tmp_path_factory.mktemp("fresh-venv")
     home = folder / "venv"
     uv = [sys.executable, "-m", "uv"]
     run([*uv, "venv", "--quiet", str(home)], cwd=folder)
-    bin_dir = home / ("Scripts" if os.name == "nt" else "bin")
+    bin_dir = home / "bin"
+    env = toolchain_free_environment(bin_dir, folder / "no-toolchain")
+    assert [tool for tool in ("cargo", "rustc") if shutil.which(tool, path=env["PATH"])] == []
     own = {normalised(wheel.name.split("-")[0]) for _, wheel in built}
     constraints = constraints_of_this_environment(folder / "constraints.txt", own)
     wheels = [str(wheel) for _, wheel in built]
-    install = [*uv, "pip", "install", "--quiet", "--python", str(bin_dir / "python")]
-    run([*install, "-c", str(constraints), *wheels], cwd=folder)
-    return bin_dir
+    install = [*uv, "pip", "install", "--quiet", "--no-build", "--python", str(bin_dir / "python")]
+    run([*install, "-c", str(constraints), *wheels, "pytest"], cwd=folder, env=env)
+    return FreshVenv(bin_dir, env)
 
 
 @pytest.mark.parametrize(
-    "index", range(len(DISTRIBUTIONS)), ids=lambda i: DISTRIBUTIONS[i].source.name
+    "index", range(len(DISTRIBUTIONS)), ids=lambda i: DISTRIBUTIONS[i].packages[0]
 )
 def test_the_sdist_holds_the_readme_the_licence_and_every_module_and_data_file(built, index):
     dist, (sdist, _) = DISTRIBUTIONS[index], built[index]
@@ -185,48 +283,93 @@ def test_the_sdist_holds_the_readme_the_licence_and_every_module_and_data_file(b
     assert module_files(dist) <= names
 
 
-def test_the_rows_wheel_holds_every_module_and_its_golden_vectors(built):
+def test_the_rows_wheel_is_abi3_and_auditwheel_finds_it_manylinux_2014(built):
+    _, wheel = built[0]
+    _, _, _, tags = parse_wheel_filename(wheel.name)
+
+    shown = run([sys.executable, "-m", "auditwheel", "show", str(wheel)], cwd=wheel.parent)
+
+    assert {(tag.interpreter, tag.abi) for tag in tags} == {("cp310", "abi3")}
+    assert MANYLINUX_PLATFORM in {tag.platform for tag in tags}
+    consistent = " ".join(shown.stdout.split())
+    assert f'consistent with the following platform tag: "{MANYLINUX_PLATFORM}"' in consistent
+
+
+def test_the_rows_wheel_holds_its_kernel_every_module_and_nothing_else(built):
     dist, (_, wheel) = DISTRIBUTIONS[0], built[0]
-    with zipfile.ZipFile(wheel) as archive:
-        names = set(archive.namelist())
-    assert module_files(dist) <= names
-    assert not {name for name in names if name.startswith(("ubunye_core/", "ubunye_dagster/"))}
+
+    files, _ = wheel_contents(wheel)
+
+    assert files == module_files(dist) | {KERNEL}  # the .pyi too, once git tracks one
+    assert wheel.stat().st_size < MAX_ROWS_WHEEL_BYTES
 
 
-def test_the_wheel_holds_every_module_its_data_the_licence_and_the_cli(built):
+def test_the_dagster_wheel_is_pure_python_with_every_module_its_data_the_licence_and_the_cli(
+    built,
+):
     dist, (_, wheel) = DISTRIBUTIONS[1], built[1]
+    _, _, _, tags = parse_wheel_filename(wheel.name)
+    files, info = wheel_contents(wheel)
+    [dist_info] = {name.split("/")[0] for name in info}
     with zipfile.ZipFile(wheel) as archive:
-        names = set(archive.namelist())
-        [dist_info] = {name.split("/")[0] for name in names if ".dist-info/" in name}
         metadata = archive.read(f"{dist_info}/METADATA").decode()
         entry_points = archive.read(f"{dist_info}/entry_points.txt").decode()
-    assert module_files(dist) <= names
-    assert f"{dist_info}/licenses/LICENSE" in names
+    assert {str(tag) for tag in tags} == {"py3-none-any"}
+    assert files == module_files(dist)
+    assert f"{dist_info}/licenses/LICENSE" in info
     assert "License-Expression: MIT" in metadata
     assert "ubunye-dagster = ubunye_core.cli:main" in entry_points
-    assert not {name for name in names if name.startswith(("tests/", "example_project/", "rows/"))}
     assert "Requires-Dist: ubunye-rows==" in metadata
 
 
-def test_the_installed_wheel_runs_a_dagster_project_outside_the_repository(installed, tmp_path):
+def test_the_installed_wheels_pass_the_conformance_suite_on_the_kernel_without_rust(
+    installed, tmp_path
+):
+    for name in CONFORMANCE_FILES:
+        shutil.copy(ROOT / "tests" / name, tmp_path / name)
+    report = tmp_path / "report.xml"
+    # The kernel's absence would be a warning (and the Python path the same digests): an error.
+    missing_kernel = "error::ubunye_rows.hashing.native.KernelMissingWarning"
+    pytest_args = ["-p", "no:cacheprovider", "-W", missing_kernel, f"--junitxml={report}"]
+
+    run(
+        [installed.python, "-m", "pytest", *pytest_args, *CONFORMANCE_FILES],
+        tmp_path,
+        installed.env,
+    )
+
+    cases = ElementTree.parse(report).getroot().iter("testcase")
+    passed = {(case.get("classname"), case.get("name")) for case in cases if not len(case)}
+    for file, engine in CONFORMANCE_FILES.items():
+        classes = {classname for classname, _ in passed if classname.startswith(file[:-3])}
+        assert classes, f"no test of {file} passed"
+        for classname in classes:
+            ran = {name for cls, name in passed if cls == classname}
+            golden = {
+                f"test_golden_vector_gives_the_reference_digest[{v.name}]"
+                for v in vectors_for(engine)
+            }
+            assert golden <= ran, f"{classname}: {sorted(golden - ran)} did not pass"
+
+
+def test_the_installed_wheels_run_a_dagster_project_outside_the_repository(installed, tmp_path):
     (tmp_path / "shop.py").write_text(PROJECT, encoding="utf-8")
 
-    report = json.loads(run([str(installed / "python"), "shop.py"], cwd=tmp_path).stdout)
+    report = json.loads(run([installed.python, "shop.py"], tmp_path, installed.env).stdout)
 
     assert report["success"] is True
-    assert Path(report["module"]).is_relative_to(installed.parent)  # the wheel's, not the repo's
+    venv = installed.bin_dir.parent
+    assert Path(report["module"]).is_relative_to(venv)  # the wheel's, not the repository's
+    assert Path(report["kernel"]).is_relative_to(venv)
+    assert report["fallbacks"] == {}  # every column was hashed by the wheel's kernel
+    cli = str(installed.bin_dir / "ubunye-dagster")
     for name, frame in expected_frames().items():
         trace = run(
-            [str(installed / "ubunye-dagster"), "lineage", "trace", "-d", ".", "--asset", name,
-             "--json"],
-            cwd=tmp_path,
-        )  # fmt: skip
+            [cli, "lineage", "trace", "-d", ".", "--asset", name, "--json"], tmp_path, installed.env
+        )
         record = json.loads(trace.stdout)
         [output] = record["outputs"]
         assert (record["run_id"], record["status"]) == (report["run_id"], "success")
         assert (output["data_hash"], output["row_count"]) == (fingerprint(frame).data_hash, 3)
-    listing = run(
-        [str(installed / "ubunye-dagster"), "lineage", "list", "-d", ".", "--asset", "orders"],
-        cwd=tmp_path,
-    )
+    listing = run([cli, "lineage", "list", "-d", ".", "--asset", "orders"], tmp_path, installed.env)
     assert report["run_id"][:8] in listing.stdout
