@@ -268,6 +268,17 @@ def test_each_partition_gets_its_own_record_of_its_own_rows(shop):
     assert record.variables["partition_key"] == "south"
 
 
+def test_an_asset_reported_without_a_receipt_records_the_evidence_the_job_reported(shop):
+    result = materialise(shop, [orders_asset(shop, no_receipt=True)])
+
+    record = shop.record("dagster/shop/orders", result.run_id)
+    [output] = record.outputs
+    assert output.data_hash is None and "without a receipt" in output.hash_error
+    assert record.code_hash == code_hash(JOBS)
+    assert "dagster" not in record.environment["packages"]
+    assert record.environment_hash == environment_hash(record.environment)
+
+
 def test_a_frame_whose_rows_cannot_be_read_gets_an_honest_hash_error(shop):
     result = materialise(shop, [orders_asset(shop, unreadable=True)])
 
