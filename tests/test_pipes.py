@@ -4,8 +4,10 @@ Every test runs real Pipes: ``dg.PipesSubprocessClient`` starts a job in tests/p
 a Python that has ubunye-rows and dagster-pipes and cannot import dagster.
 """
 
+import importlib.util
 import json
 import os
+import re
 import subprocess
 import tempfile
 from pathlib import Path
@@ -25,6 +27,7 @@ from ubunye_dagster.sensor import build_drift_sensor
 from ubunye_rows import code_hash, environment_hash, fingerprint
 
 JOBS = Path(__file__).parent / "pipes_jobs"
+DOCS_PAGE = Path(__file__).parents[1] / "docs" / "pipes.md"
 RAW = pd.DataFrame(
     {
         "id": [1, 2, 3, 4, 5],
@@ -49,7 +52,6 @@ class Shop:
     def __init__(self, root: Path, python: Path):
         self.root, self.python = root, python
         self.source, self.target = root / "raw_orders.parquet", root / "out" / "orders.parquet"
-        self.target.parent.mkdir(parents=True, exist_ok=True)
         RAW.to_parquet(self.source, index=False)
         self.settings = UbunyeResource(usecase_dir=str(root))
 
@@ -130,6 +132,32 @@ def instance():
 
 def materialise(shop: Shop, assets: list[Any], **kwargs: Any) -> dg.ExecuteInProcessResult:
     return dg.materialize(assets, resources=shop.resources(), **kwargs)
+
+
+def failed_shop(
+    tmp_path_factory, python: Path, **extras: Any
+) -> tuple[Shop, dg.ExecuteInProcessResult]:
+    """A multi-asset shop job run once to its failure, with ``extras`` saying where it fails."""
+    shop = Shop(tmp_path_factory.mktemp("failed-shop"), python)
+    result = materialise(shop, [shop_assets(shop, **extras)], raise_on_error=False)
+    assert not result.success
+    return shop, result
+
+
+@pytest.fixture(scope="module")
+def failed_at_start(tmp_path_factory, external_python):
+    """The shop job raising before it reports anything (it reports no evidence of its own)."""
+    return failed_shop(tmp_path_factory, external_python, fail_at_start=True)
+
+
+@pytest.fixture(scope="module")
+def failed_midway(tmp_path_factory, external_python):
+    """The shop job raising after it reported the receipt of shop/orders."""
+    return failed_shop(tmp_path_factory, external_python, fail_after_orders=True)
+
+
+def trace_args(shop: Shop, task: str, run_id: str) -> list[str]:
+    return ["-d", str(shop.root), "-u", "dagster", "-p", "shop", "-t", task, "--run-id", run_id]
 
 
 # --- the external side -----------------------------------------------------------------------
@@ -240,6 +268,17 @@ def test_each_partition_gets_its_own_record_of_its_own_rows(shop):
     assert record.variables["partition_key"] == "south"
 
 
+def test_an_asset_reported_without_a_receipt_records_the_evidence_the_job_reported(shop):
+    result = materialise(shop, [orders_asset(shop, no_receipt=True)])
+
+    record = shop.record("dagster/shop/orders", result.run_id)
+    [output] = record.outputs
+    assert output.data_hash is None and "without a receipt" in output.hash_error
+    assert record.code_hash == code_hash(JOBS)
+    assert "dagster" not in record.environment["packages"]
+    assert record.environment_hash == environment_hash(record.environment)
+
+
 def test_a_frame_whose_rows_cannot_be_read_gets_an_honest_hash_error(shop):
     result = materialise(shop, [orders_asset(shop, unreadable=True)])
 
@@ -251,10 +290,11 @@ def test_a_frame_whose_rows_cannot_be_read_gets_an_honest_hash_error(shop):
     assert event.metadata[keys.HASH_ERROR].value == output.hash_error
 
 
-def test_an_external_job_failing_midway_leaves_error_records_with_what_it_reported(shop):
-    result = materialise(shop, [shop_assets(shop, fail_after_orders=True)], raise_on_error=False)
+# --- when the external process fails ----------------------------------------------------------
 
-    assert not result.success
+
+def test_an_external_job_failing_midway_leaves_error_records_with_what_it_reported(failed_midway):
+    shop, result = failed_midway
     orders = shop.record("dagster/shop/shop.orders", result.run_id)
     summary = shop.record("dagster/shop/shop.summary", result.run_id)
     assert orders.status == summary.status == "error"
@@ -265,6 +305,74 @@ def test_an_external_job_failing_midway_leaves_error_records_with_what_it_report
     for record in (orders, summary):
         assert "ConnectionError: the warehouse went away while writing the summary" in record.error
     assert result.get_asset_materialization_events() == []
+
+
+def test_the_asset_a_failed_job_never_reported_carries_the_evidence_it_reported_with_another(
+    failed_midway,
+):
+    shop, result = failed_midway
+    orders = shop.record("dagster/shop/shop.orders", result.run_id)
+    summary = shop.record("dagster/shop/shop.summary", result.run_id)
+    assert orders.code_hash == code_hash(JOBS)
+    assert "dagster" not in orders.environment["packages"]
+    assert (summary.code_hash, summary.environment, summary.environment_hash) == (
+        orders.code_hash,
+        orders.environment,
+        orders.environment_hash,
+    )
+    assert summary.inputs == [] and summary.outputs == []  # the evidence only, not the inputs
+
+
+def test_the_error_of_a_failed_job_names_the_exception_type_once(failed_midway):
+    shop, result = failed_midway
+    for task in ("shop.orders", "shop.summary"):
+        error = shop.record(f"dagster/shop/{task}", result.run_id).error
+        assert error.count("ConnectionError") == 1, error
+        assert error.endswith(
+            "(the external process raised ConnectionError: "
+            "the warehouse went away while writing the summary)"
+        )
+
+
+def test_a_job_failing_before_it_reports_anything_records_no_code_or_environment_and_says_so(
+    failed_at_start,
+):
+    shop, result = failed_at_start
+    for task in ("shop.orders", "shop.summary"):
+        record = shop.record(f"dagster/shop/{task}", result.run_id)
+        assert record.status == "error" and record.record_version == 2
+        assert (record.code_hash, record.environment, record.environment_hash) == (None, {}, None)
+        assert "the external process raised ConnectionError: the warehouse refused" in record.error
+        assert "reported no code hash or environment before it failed" in record.error
+
+
+def test_both_clis_trace_the_record_of_a_job_that_reported_nothing(failed_at_start, capsys):
+    shop, result = failed_at_start
+    args = trace_args(shop, "shop.orders", result.run_id)
+    theirs = subprocess.run(
+        ["ubunye", "lineage", "trace", *args], capture_output=True, text=True, timeout=120
+    )
+    assert theirs.returncode == 0, theirs.stderr
+    printed = " ".join(theirs.stdout.split())
+    assert "reported no code hash or environment" in printed
+    assert "code : -" in printed and "environment : -" in printed
+    assert ubunye_dagster_cli(["lineage", "trace", *args, "--json"]) == 0
+    mine = json.loads(capsys.readouterr().out)
+    assert (mine["code_hash"], mine["environment"], mine["environment_hash"]) == (None, {}, None)
+    assert "reported no code hash or environment" in mine["error"]
+
+
+def test_a_job_that_reports_its_evidence_as_it_starts_has_it_recorded_when_it_fails_next(shop):
+    result = materialise(shop, [orders_asset(shop, fail_at_start=True)], raise_on_error=False)
+
+    assert not result.success
+    record = shop.record("dagster/shop/orders", result.run_id)
+    assert record.status == "error" and record.outputs == []
+    assert record.code_hash == code_hash(JOBS)
+    assert "dagster" not in record.environment["packages"]
+    assert "pandas" in record.environment["packages"]
+    assert record.environment_hash == environment_hash(record.environment)
+    assert "reported no code hash" not in record.error
 
 
 def test_the_openlineage_events_of_a_pipes_asset_carry_its_digest(shop, monkeypatch):
@@ -379,3 +487,42 @@ def test_a_table_changed_after_the_job_wrote_it_fails_the_read(shop, instance):
     record = shop.record("dagster/shop/big_orders", result.run_id)
     assert record.status == "error"
     assert record.inputs[0].source_note.startswith("verification failed")
+
+
+# --- the documented example ------------------------------------------------------------------
+
+
+def documented_example() -> tuple[str, str]:
+    """The external script and the Dagster side of docs/pipes.md's subprocess example."""
+    text = DOCS_PAGE.read_text(encoding="utf-8")
+    section = text.split("## The subprocess example, in full", 1)[1].split("\n## ", 1)[0]
+    script, definitions = re.findall(r"```python\n(.*?)```", section, re.S)
+    return script, definitions
+
+
+def test_the_documented_subprocess_example_runs_as_written_in_a_fresh_folder(
+    tmp_path, external_python, monkeypatch
+):
+    script, definitions = documented_example()
+    definitions, found = re.subn(
+        r'^JOB_PYTHON = ".*?"', f"JOB_PYTHON = {str(external_python)!r}", definitions, flags=re.M
+    )
+    assert found == 1
+    (tmp_path / "jobs").mkdir()
+    (tmp_path / "jobs" / "orders_job.py").write_text(script, encoding="utf-8")
+    (tmp_path / "shop_definitions.py").write_text(definitions, encoding="utf-8")
+    RAW.to_parquet(tmp_path / "raw_orders.parquet", index=False)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("PYTHONPATH", "")  # the job imports only what its own Python has
+    spec = importlib.util.spec_from_file_location("shop_definitions", "shop_definitions.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+
+    result = dg.materialize([module.orders, module.big_orders], resources=module.defs.resources)
+    record = LineageStore.for_usecase_dir(tmp_path).load("dagster/shop/orders", result.run_id)
+    assert record.status == "success"
+    assert record.outputs[0].location == "out/orders.parquet"
+    assert record.outputs[0].data_hash == fingerprint(kept_orders(RAW)).data_hash
+    assert record.code_hash == code_hash(tmp_path / "jobs")
+    read = LineageStore.for_usecase_dir(tmp_path).load("dagster/shop/big_orders", result.run_id)
+    assert read.inputs[0].source_note.startswith("verified: the rows match the digest")

@@ -4,7 +4,8 @@ The external process calls ``ubunye_rows.pipes.report_receipt`` for each asset i
 around the Pipes client's ``run``, each reported receipt becomes the asset's run record v2 (the
 same record, metadata, data version and OpenLineage events as an IO-managed asset). When the
 external process fails, each asset of the step gets an ``error`` record holding whatever was
-reported before the failure::
+reported before the failure, and the code hash and environment the process last reported (its
+``report_evidence`` as it started, or an earlier receipt); never the orchestrator's::
 
     @dg.asset
     def orders(context, ubunye: UbunyeResource, pipes: dg.PipesSubprocessClient):
@@ -15,8 +16,9 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import dataclasses
 import threading
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -30,13 +32,40 @@ from ubunye_dagster.masking import mask_error, mask_text
 from ubunye_dagster.metadata import STORED_AT
 from ubunye_dagster.records import RecordPlace
 from ubunye_dagster.session import LoadedInput, StepSession, open_session
-from ubunye_rows.receipt import RECEIPT_KEY, check_receipt
+from ubunye_rows.receipt import EVIDENCE_KEY, RECEIPT_KEY, check_evidence, check_receipt
 
 #: The hash error of an asset the external process reported without a receipt.
 NO_RECEIPT = (
     "not hashed: the external process reported this asset without a receipt "
     "(call ubunye_rows.pipes.report_receipt for it)"
 )
+#: The evidence of a record whose external process reported none: no code hash, no environment.
+NO_EVIDENCE = ProcessEvidence(code_hash=None, environment={}, environment_hash=None)
+#: What the error of such a record adds.
+NONE_REPORTED = (
+    "; the external process reported no code hash or environment before it failed, so none "
+    "is recorded (ubunye_rows.pipes.report_evidence reports them as the job starts)"
+)
+
+
+def reported_evidence(document: Mapping[str, Any]) -> ProcessEvidence:
+    """The code hash and environment a checked receipt or evidence document carries."""
+    return ProcessEvidence(
+        code_hash=document.get("code_hash"),
+        environment=dict(document.get("environment") or {}),
+        environment_hash=document.get("environment_hash"),
+    )
+
+
+def raised_text(raised: Mapping[str, Any]) -> str:
+    """``<Type>: <message>`` of the exception a closing Pipes message carries, the type named
+    once: dagster-pipes sends Python's one-line form, which starts with the type already."""
+    name = str(raised.get("name") or "")
+    message = str(raised.get("message") or "").strip()
+    first = message.split(":", 1)[0]
+    if name and first != name and not first.endswith(f".{name}"):
+        return f"{name}: {message}" if message else name
+    return message or name or "an exception without a name or message"
 
 
 @dataclass
@@ -44,22 +73,34 @@ class Witness:
     """What the external process reported, noted as its messages arrive (kept if it fails)."""
 
     receipts: dict[dg.AssetKey, Any] = field(default_factory=dict)
+    #: The code hash and environment the process reported last (evidence alone, or a receipt's).
+    evidence: ProcessEvidence | None = None
     #: ``"<Type>: <message>"`` of the exception the external process closed Pipes with.
     error: str | None = None
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     def note(self, message: Mapping[str, Any]) -> None:
-        """Keep a reported receipt, or the exception a closing message carries."""
+        """Keep a reported receipt, the evidence reported, or the exception a closing message
+        carries (a document that is not one is left out, never raised in the reader)."""
         params = message.get("params") or {}
+        method = message.get("method")
         with self.lock:
-            if message.get("method") == "report_asset_materialization":
+            if method == "report_asset_materialization":
                 entry = (params.get("metadata") or {}).get(RECEIPT_KEY)
                 document = entry.get("raw_value") if isinstance(entry, Mapping) else None
                 key = dg.AssetKey.from_escaped_user_string(str(params.get("asset_key")))
                 self.receipts[key] = document
-            elif message.get("method") == "closed" and params.get("exception"):
-                raised = params["exception"]
-                self.error = f"{raised.get('name')}: {raised.get('message')}"
+                self._keep_evidence(check_receipt, document)
+            elif method == "report_custom_message" and isinstance(params.get("payload"), Mapping):
+                if EVIDENCE_KEY in params["payload"]:
+                    self._keep_evidence(check_evidence, params["payload"][EVIDENCE_KEY])
+            elif method == "closed" and params.get("exception"):
+                self.error = raised_text(params["exception"])
+
+    def _keep_evidence(self, check: Callable[[Any], Mapping[str, Any]], document: Any) -> None:
+        if document is not None:
+            with contextlib.suppress(ValueError):
+                self.evidence = reported_evidence(check(document))
 
 
 class _WitnessedHandler:
@@ -121,13 +162,7 @@ def receipt_steps(
         step = StepRecord.model_validate({**entry, "direction": "input"})
         linked = step.name if parents is not None and step.name in parents else None
         inputs.append(LoadedInput(step=step, asset_key=linked, input_name=step.name))
-    evidence = ProcessEvidence(
-        code_hash=receipt.get("code_hash"),
-        environment=dict(receipt.get("environment") or {}),
-        environment_hash=receipt.get("environment_hash"),
-        inputs=tuple(inputs),
-    )
-    return output, evidence
+    return output, dataclasses.replace(reported_evidence(receipt), inputs=tuple(inputs))
 
 
 def _schema_pairs(output: StepRecord) -> list[tuple[str, str]] | None:
@@ -177,15 +212,18 @@ class _Step:
     def parents(self, asset_key: dg.AssetKey) -> set[str] | None:
         return internals.parent_keys(self.session.step_context, asset_key)
 
-    def receipted(self, result: dg.MaterializeResult) -> tuple[dg.MaterializeResult, SavedOutput]:
-        """A reported materialisation with its receipt saved as the asset's record."""
+    def receipted(
+        self, result: dg.MaterializeResult, witness: Witness
+    ) -> tuple[dg.MaterializeResult, SavedOutput]:
+        """A reported materialisation with its receipt saved as the asset's record (one without
+        a receipt: the evidence the process reported otherwise, or none)."""
         key = result.asset_key or self.context.asset_key
         document = _metadata_value(result.metadata, RECEIPT_KEY)
         if document is None:
             output = StepRecord(
                 name=key.to_user_string(), direction="output", hash_error=NO_RECEIPT
             )
-            evidence = None
+            evidence = witness.evidence or NO_EVIDENCE
         else:
             output, evidence = receipt_steps(document, key, self.parents(key))
         saved = self.save(key, output, evidence, document, schema_pairs=_schema_pairs(output))
@@ -203,7 +241,8 @@ class _Step:
         return receipted, saved
 
     def record_failure(self, witness: Witness, failure: BaseException) -> None:
-        """An ``error`` record for each asset of the step, with what was reported before."""
+        """An ``error`` record for each asset of the step, with what was reported before: its
+        receipt, else the evidence the process reported last, else none (the error says so)."""
         error = mask_error(failure)
         if witness.error:
             error += f" (the external process raised {mask_text(witness.error)})"
@@ -213,7 +252,11 @@ class _Step:
             if document is not None:
                 with contextlib.suppress(ValueError):  # an unreadable receipt: the error says
                     output, evidence = receipt_steps(document, key, self.parents(key))
-            self.save(key, output, evidence, document, error=error)
+            evidence = evidence or witness.evidence
+            if evidence is None:
+                self.save(key, output, NO_EVIDENCE, document, error=error + NONE_REPORTED)
+            else:
+                self.save(key, output, evidence, document, error=error)
 
     def save(
         self,
@@ -244,7 +287,9 @@ def run_pipes_with_receipts(
         records: dict[dg.AssetKey, SavedOutput] = {}
         for result in invocation.get_results():
             if isinstance(result, dg.MaterializeResult):
-                result, records[result.asset_key or context.asset_key] = step.receipted(result)
+                result, records[result.asset_key or context.asset_key] = step.receipted(
+                    result, witness
+                )
             results.append(result)
     except BaseException as failure:
         step.record_failure(witness, failure)

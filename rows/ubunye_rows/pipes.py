@@ -1,17 +1,21 @@
-"""The one call an external process launched through Dagster Pipes makes for each asset it writes.
+"""What an external process launched through Dagster Pipes reports: its evidence as it starts,
+and a receipt for each asset it writes.
 
 Needs ``dagster-pipes`` (``pip install "ubunye-rows[pipes]"``), never ``dagster``::
 
     from dagster_pipes import open_dagster_pipes
-    from ubunye_rows.pipes import report_receipt
+    from ubunye_rows.pipes import report_evidence, report_receipt
 
     with open_dagster_pipes() as pipes:
+        report_evidence(pipes)
         orders = build_orders()
         orders.to_parquet("/data/orders.parquet", index=False)
         report_receipt(pipes, orders, location="/data/orders.parquet", format="parquet")
 
 The frame is hashed where it lives (a Spark DataFrame on its cluster, in one aggregation), and
 the receipt is reported as the materialisation's metadata with its digest as the data version.
+``report_evidence``, first thing in the job, reports the process's code hash and environment as
+a Pipes custom message, so a job that fails before its first receipt still has them recorded.
 """
 
 from __future__ import annotations
@@ -22,7 +26,21 @@ from typing import Any
 
 from dagster_pipes import PipesContext
 
-from ubunye_rows.receipt import RECEIPT_KEY, build_receipt
+from ubunye_rows.receipt import EVIDENCE_KEY, RECEIPT_KEY, build_receipt, evidence_document
+
+
+def report_evidence(
+    pipes: PipesContext, *, code_folder: str | os.PathLike[str] | None = None
+) -> dict[str, Any]:
+    """Report this process's code hash (of ``code_folder``, default the script's folder) and
+    environment now, as the custom message ``{"ubunye/evidence": ...}``; returns what was sent.
+
+    Called as the job starts, it lets the ``error`` records of a job that fails before its first
+    receipt name this process rather than none.
+    """
+    evidence = evidence_document(code_folder)
+    pipes.report_custom_message({EVIDENCE_KEY: evidence})
+    return evidence
 
 
 def report_receipt(

@@ -3,7 +3,9 @@
 It holds the table's rows-v1 fingerprint, the inputs it was made from (hashed there, or taken from
 the receipts the job was given), and the evidence of the process that made it: the code hash of
 the script's folder and that process's own environment. ``ubunye_rows.pipes`` reports it through
-Dagster Pipes; ubunye-dagster turns it into the asset's run record.
+Dagster Pipes; ubunye-dagster turns it into the asset's run record. The evidence alone (an
+``ubunye-evidence/1`` document) can be reported as the job starts, before any receipt, so the
+records of a job that fails early still name the process that ran it.
 """
 
 from __future__ import annotations
@@ -19,8 +21,12 @@ from ubunye_rows.hashing import Fingerprint, fingerprint
 
 #: The materialisation metadata key the receipt travels under.
 RECEIPT_KEY = "ubunye/receipt"
+#: The key of the Pipes custom message that carries the process evidence alone.
+EVIDENCE_KEY = "ubunye/evidence"
 #: The receipt document's format; a reader refuses any other.
 RECEIPT_FORMAT = "ubunye-receipt/1"
+#: The format of the process evidence a job reports on its own, before any receipt.
+EVIDENCE_FORMAT = "ubunye-evidence/1"
 #: Backend names as run records spell them, by the frame's top-level package.
 _BACKENDS = {"pandas": "pandas", "pyarrow": "pyarrow", "polars": "polars", "pyspark": "spark"}
 #: What a step taken from a receipt says about itself.
@@ -93,6 +99,19 @@ def main_script_folder() -> str | None:
     return os.path.dirname(os.path.abspath(script)) if script else None
 
 
+def process_evidence(code_folder: str | os.PathLike[str] | None = None) -> dict[str, Any]:
+    """This process's evidence: the code hash of ``code_folder`` (default the script's folder),
+    the folder, the environment and its hash."""
+    folder = code_folder if code_folder is not None else main_script_folder()
+    env = environment()
+    return {
+        "code_folder": None if folder is None else str(folder),
+        "code_hash": code_hash(folder),
+        "environment": env,
+        "environment_hash": environment_hash(env),
+    }
+
+
 def build_receipt(
     frame: Any,
     *,
@@ -106,8 +125,6 @@ def build_receipt(
     """The receipt of ``frame`` written to ``location``: its step, its inputs' steps, and this
     process's code hash (of ``code_folder``, default the script's folder) and environment."""
     fp, seconds = timed_fingerprint(frame)
-    folder = code_folder if code_folder is not None else main_script_folder()
-    env = environment()
     return {
         "format": RECEIPT_FORMAT,
         "output": step_document(
@@ -120,24 +137,49 @@ def build_receipt(
         ),
         "inputs": [input_document(str(key), value) for key, value in (inputs or {}).items()],
         "backend": backend_of(frame),
-        "code_folder": None if folder is None else str(folder),
-        "code_hash": code_hash(folder),
-        "environment": env,
-        "environment_hash": environment_hash(env),
+        **process_evidence(code_folder),
         "partition_key": partition_key,
     }
 
 
+def evidence_document(code_folder: str | os.PathLike[str] | None = None) -> dict[str, Any]:
+    """The process evidence a job reports before any receipt (``process_evidence``, with its
+    format)."""
+    return {"format": EVIDENCE_FORMAT, **process_evidence(code_folder)}
+
+
 def check_receipt(document: Any) -> Mapping[str, Any]:
     """``document`` when it is a receipt this version reads; ValueError saying why otherwise."""
-    if not isinstance(document, Mapping):
-        raise ValueError(f"a receipt is a JSON object, not {type(document).__name__}")
-    if document.get("format") != RECEIPT_FORMAT:
-        raise ValueError(
-            f"a receipt of format {RECEIPT_FORMAT!r} was expected, not {document.get('format')!r}"
-        )
+    _check_format(document, RECEIPT_FORMAT, "receipt")
     if not isinstance(document.get("output"), Mapping):
         raise ValueError("the receipt has no output step")
     if not isinstance(document.get("inputs", []), list):
         raise ValueError("the receipt's inputs are not a list")
+    _check_evidence_fields(document, "receipt")
     return document
+
+
+def check_evidence(document: Any) -> Mapping[str, Any]:
+    """``document`` when it is process evidence this version reads; ValueError saying why
+    otherwise."""
+    _check_format(document, EVIDENCE_FORMAT, "process evidence")
+    _check_evidence_fields(document, "process evidence")
+    return document
+
+
+def _check_format(document: Any, expected: str, what: str) -> None:
+    if not isinstance(document, Mapping):
+        raise ValueError(f"a {what} document is a JSON object, not {type(document).__name__}")
+    if document.get("format") != expected:
+        raise ValueError(
+            f"a {what} document of format {expected!r} was expected, not {document.get('format')!r}"
+        )
+
+
+def _check_evidence_fields(document: Mapping[str, Any], what: str) -> None:
+    """The code hash and environment hash are text or null, the environment an object."""
+    for name in ("code_hash", "environment_hash"):
+        if not isinstance(document.get(name), (str, type(None))):
+            raise ValueError(f"the {what}'s {name} is not text")
+    if not isinstance(document.get("environment", {}), (Mapping, type(None))):
+        raise ValueError(f"the {what}'s environment is not an object")

@@ -1,5 +1,7 @@
 """An external pandas job writing two assets through Pipes: orders, then a summary made from
-them; with ``fail_after_orders`` it raises after reporting orders, as a job dying midway."""
+them. It reports no evidence of its own (only receipts, as a job written before
+``report_evidence``): with ``fail_at_start`` it raises before reporting anything, with
+``fail_after_orders`` after reporting orders, as a job dying midway."""
 
 import pandas as pd
 from dagster_pipes import open_dagster_pipes
@@ -7,6 +9,8 @@ from dagster_pipes import open_dagster_pipes
 from ubunye_rows.pipes import report_receipt
 
 with open_dagster_pipes() as pipes:
+    if pipes.extras.get("fail_at_start"):
+        raise ConnectionError("the warehouse refused the connection")
     raw = pd.read_parquet(pipes.get_extra("source"))
     orders = raw[raw["qty"] > 0].reset_index(drop=True)
     orders_receipt = report_receipt(
