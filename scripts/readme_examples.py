@@ -1,11 +1,13 @@
 """Regenerate the documented example outputs (the record, `lineage trace`, `lineage compare`,
-`lineage diff`) from a real run, or check that they still agree with one.
+`lineage diff`, the drift sensor's flagged tick and its `on_drift` verdict) from a real run, or
+check that they still agree with one.
 
 A small shop is materialised twice in a temporary folder through `UbunyeIOManager`: `sales/raw`
 and `sales/orders`, whose filter is edited between the runs. The example project's
 `sales/price_list` (a Delta table) is materialised twice, the second time with its price rise,
-for `lineage diff`. Each block, in README.md or any page under docs/, follows a marker line
-`<!-- readme-example: <name> -->` and is replaced whole.
+for `lineage diff`. A model score drawn without a seed is materialised twice and judged by the
+drift sensor, for its tick and verdict. Each block, in README.md or any page under docs/,
+follows a marker line `<!-- readme-example: <name> -->` and is replaced whole.
 
     python scripts/readme_examples.py            # rewrite the blocks where they are
     python scripts/readme_examples.py --check    # exit 1 when a block and a fresh run disagree
@@ -114,6 +116,39 @@ def materialise_price_rise() -> None:
         assert dg.materialize(assets, resources=resources, run_config=config).success
 
 
+def flagged_tick(workdir: Path) -> tuple[str, str]:
+    """Two runs of `sales/scored` (a random score over the same `sales/raw`), one drift sensor
+    tick over them: what the tick shows (its skip reason) and the verdict `on_drift` receives,
+    as the webhook notifier posts it. Paths are shown relative to ``workdir``."""
+    import random
+
+    import dagster as dg
+    import pandas as pd
+
+    from ubunye_dagster import DriftVerdict, UbunyeIOManager, UbunyeResource, build_drift_sensor
+
+    @dg.asset(key_prefix="sales", group_name="sales")
+    def raw():
+        return pd.DataFrame({"id": [1, 2, 3], "amount": [12.5, 3.0, 40.0]})
+
+    @dg.asset(key_prefix="sales", group_name="sales", ins={"raw": dg.AssetIn(["sales", "raw"])})
+    def scored(raw):
+        return raw.assign(score=[round(random.random(), 3) for _ in range(len(raw))])
+
+    ubunye = UbunyeResource(usecase_dir=".", usecase="drift_example")
+    resources = {"io_manager": UbunyeIOManager(base_path="data", ubunye=ubunye)}
+    received: list[DriftVerdict] = []
+    sensor = build_drift_sensor([raw, scored], on_drift=received.append)
+    with dg.DagsterInstance.ephemeral() as instance:
+        for _ in range(2):
+            assert dg.materialize([raw, scored], resources=resources, instance=instance).success
+        result = sensor.evaluate_tick(dg.build_sensor_context(instance=instance))
+    [verdict] = received
+    shown = f"{result.skip_message}\n", f"{verdict.model_dump_json(indent=2)}\n"
+    prefix = f"{workdir.resolve()}/"
+    return shown[0].replace(prefix, ""), shown[1].replace(prefix, "")
+
+
 def cli_output(*args: str, allowed: tuple[int, ...] = (0,)) -> str:
     """What `ubunye-dagster lineage ...` prints, run in this process (`allowed`: the exit
     statuses that are not a failure)."""
@@ -197,6 +232,7 @@ def fresh_blocks() -> dict[str, str]:
             diffed = cli_output(*DIFF_ARGS, allowed=(1,))
             shown = " ".join(("diff", "-d", ".", *DIFF_ARGS[1:]))
             blocks["diff"] = f"$ ubunye-dagster lineage {shown}\n{diffed}"
+            blocks["drift-tick"], blocks["drift-verdict"] = flagged_tick(workdir)
         finally:
             os.chdir(previous)
         real = str(workdir.resolve())
@@ -238,6 +274,8 @@ _VOLATILE = [
     (re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:[+-]\d\d:\d\d|Z)?"), "<time>"),
     (re.compile(r'("(?:python|pandas|dagster)": ")[^"]+'), r"\1<version>"),
     (re.compile(r"(: )\d+\.\d+\.\d+\S*"), r"\1<version>"),
+    # Event-log positions follow how many events each Dagster version stores per run.
+    (re.compile(r'("(?:previous_)?storage_id": )\d+'), r"\1<storage id>"),
     (_DURATION, "<seconds>"),
     (re.compile(r"[ ━─═]+"), " "),
 ]

@@ -4,15 +4,18 @@ early-failure channel outside ``dg`` (its definitions loaded in the same process
 from __future__ import annotations
 
 import importlib
+import random
 from pathlib import Path
 
 import dagster as dg
+import pandas as pd
 import pytest
 from dagster._core.definitions.reconstruct import ReconstructableJob
 
 from ubunye_core.store import LineageStore
 from ubunye_dagster import UbunyeIOManager, with_ubunye
-from ubunye_dagster.metadata import DATA_HASH, SUMMARY
+from ubunye_dagster.drift_hooks import DriftVerdict
+from ubunye_dagster.metadata import DATA_HASH, DETERMINISTIC, SUMMARY
 from ubunye_dagster.strict_fields import UnknownSettingError
 
 LOCATION = Path(__file__).resolve().parent / "locations" / "adopted_in_one_line.py"
@@ -113,3 +116,46 @@ def test_adopting_twice_changes_nothing(location):
     assert [s.name for s in again.sensors] == [s.name for s in location.defs.sensors]
     assert len(again.asset_checks) == len(location.defs.asset_checks)
     assert [len(a.hook_defs) for a in again.assets] == [1, 1, 1]
+
+
+#: Verdicts handed to `record_verdict`, named by its import path below.
+RECORDED: list[DriftVerdict] = []
+
+
+def record_verdict(verdict: DriftVerdict) -> None:
+    RECORDED.append(verdict)
+
+
+# Declared deterministic: it reads no asset, so otherwise its change would be expected.
+@dg.asset(metadata={DETERMINISTIC: True})
+def jittered() -> pd.DataFrame:
+    return pd.DataFrame({"price": [1.5 + random.random(), 2.0]})
+
+
+@pytest.mark.parametrize(
+    "on_drift", [RECORDED.append, "test_adoption.record_verdict"], ids=["callable", "import path"]
+)
+def test_with_ubunye_hands_each_flag_to_on_drift(tmp_path, on_drift):
+    RECORDED.clear()
+    plain = dg.Definitions(assets=[jittered])
+    defs = with_ubunye(
+        plain, base_path=str(tmp_path / "data"), usecase_dir=str(tmp_path), on_drift=on_drift
+    )
+    with dg.instance_for_test() as instance:
+        runs = [
+            dg.materialize(defs.assets, resources=defs.resources, instance=instance).run_id
+            for _ in range(2)
+        ]
+        [sensor] = defs.sensors
+        sensor.evaluate_tick(dg.build_sensor_context(instance=instance))
+
+    [verdict] = RECORDED
+    assert (verdict.asset_key, verdict.run_id, verdict.previous_run_id) == ("jittered", *runs[::-1])
+    assert verdict.outcome == "drift (same inputs)"
+
+
+def test_on_drift_without_the_drift_sensor_is_refused(location):
+    with pytest.raises(
+        ValueError, match="on_drift is called by the drift sensor, and drift_sensor"
+    ):
+        with_ubunye(location.plain_definitions(), drift_sensor=None, on_drift=record_verdict)

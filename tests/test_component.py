@@ -118,6 +118,29 @@ def test_an_unknown_attribute_is_refused_with_the_closest_valid_name(root, tmp_p
     assert "has no field 'base_pth' (did you mean 'base_path'?)" in checked.stdout + checked.stderr
 
 
+def test_on_drift_names_an_import_path_and_a_missing_one_is_refused_naming_it(root, tmp_path):
+    copy = tmp_path / "shop"
+    shutil.copytree(project_of(root), copy)
+    # A top-level module: the project's own package may already be imported from `root`.
+    (copy / "src" / "shop_alerts.py").write_text(
+        "def notify(verdict):\n    print(verdict.summary)\n", encoding="utf-8"
+    )
+    outcomes = {}
+    for path in ("shop_alerts.notify", "shop_alerts.notfy"):
+        receipts_yaml(copy).write_text(
+            f"type: {COMPONENT_TYPE}\n\nattributes:\n  on_drift: {path}\n", encoding="utf-8"
+        )
+        outcomes[path] = run_tool(root, tool("dg"), "check", "defs", cwd=copy)
+
+    imported = outcomes["shop_alerts.notify"]
+    assert imported.returncode == 0, imported.stdout + imported.stderr
+    refused = outcomes["shop_alerts.notfy"]
+    assert refused.returncode != 0
+    assert "on_drift 'shop_alerts.notfy': 'shop_alerts' has no attribute 'notfy'" in (
+        refused.stdout + refused.stderr
+    )
+
+
 def load_defs_folder(project: Path) -> dg.Definitions:
     """The project's definitions as `dg` loads them (``path_within_project`` replaces the
     deprecated ``project_root`` in newer Dagster)."""

@@ -26,7 +26,14 @@ def fresh(examples):
 
 def test_the_record_trace_compare_and_diff_blocks_match_a_fresh_run(examples, fresh):
     texts = examples.documents()
-    assert set(examples.shown_blocks(texts)) == {"record", "trace", "compare", "diff"}
+    assert set(examples.shown_blocks(texts)) == {
+        "record",
+        "trace",
+        "compare",
+        "diff",
+        "drift-tick",
+        "drift-verdict",
+    }
     problems = examples.disagreements(texts, fresh)
     assert not problems, "run `python scripts/readme_examples.py`:\n" + "".join(problems)
 

@@ -11,6 +11,7 @@ from ubunye_core.records.drift import (
     SOURCE_EXPLANATION,
 )
 from ubunye_dagster.adoption import ReceiptSettings, with_ubunye
+from ubunye_dagster.drift_hooks import DriftVerdict
 from ubunye_dagster.error_records import with_error_records
 from ubunye_dagster.expectation_checks import build_expectation_checks
 from ubunye_dagster.expectations import (
@@ -19,6 +20,7 @@ from ubunye_dagster.expectations import (
     validate_declared_expectations,
 )
 from ubunye_dagster.io_manager import UbunyeIOManager, UnverifiedReadError
+from ubunye_dagster.notifiers import slack_notifier, webhook_notifier
 from ubunye_dagster.pipes import PipesReceipts
 from ubunye_dagster.resource import Receipt, UbunyeResource
 from ubunye_dagster.sensor import (
@@ -38,6 +40,7 @@ __all__ = [
     "INPUTS_UNKNOWN",
     "SAME_INPUTS",
     "SOURCE_EXPLANATION",
+    "DriftVerdict",
     "ExpectationError",
     "ExpectationFailed",
     "PipesReceipts",
@@ -50,7 +53,9 @@ __all__ = [
     "build_drift_sensor",
     "build_expectation_checks",
     "build_reproducibility_checks",
+    "slack_notifier",
     "validate_declared_expectations",
+    "webhook_notifier",
     "with_error_records",
     "with_receipts",
     "with_ubunye",

@@ -10,13 +10,14 @@ the reproducibility checks and the expectation checks of every asset stored thro
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 import dagster as dg
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from ubunye_core.records import drift
 from ubunye_dagster import dagster_internals as internals
+from ubunye_dagster.drift_hooks import DEFAULT_HOOK_TIMEOUT_SECONDS, DriftHook, resolve_drift_hook
 from ubunye_dagster.error_records import with_error_records
 from ubunye_dagster.expectation_checks import build_expectation_checks
 from ubunye_dagster.io_manager import UbunyeIOManager
@@ -52,12 +53,16 @@ class DriftSensorSettings(BaseModel):
     tick_time_budget_seconds: float | None = 30.0
     use_lineage_store: bool = True
     default_status: Literal["STOPPED", "RUNNING"] = "STOPPED"
+    on_drift_timeout_seconds: float = Field(
+        default=DEFAULT_HOOK_TIMEOUT_SECONDS,
+        description="Seconds a tick waits for its on_drift calls, all together.",
+    )
 
-    def build(self) -> dg.SensorDefinition:
-        """The drift sensor these settings describe."""
+    def build(self, on_drift: DriftHook | None = None) -> dg.SensorDefinition:
+        """The drift sensor these settings describe, calling ``on_drift`` on each flag."""
         arguments = self.model_dump(exclude={"default_status"})
         status = dg.DefaultSensorStatus(self.default_status)
-        return build_drift_sensor(None, default_status=status, **arguments)
+        return build_drift_sensor(None, default_status=status, on_drift=on_drift, **arguments)
 
 
 class ReceiptSettings(BaseModel):
@@ -104,6 +109,30 @@ class ReceiptSettings(BaseModel):
     expectation_checks: bool = Field(
         True, description="Declare each ubunye/expectations rule as an asset check."
     )
+    # In YAML a dotted import path; the resolver keeps it a string there, for the check below.
+    on_drift: Annotated[
+        DriftHook | str | None, dg.Resolver.default(model_field_type=str | None)
+    ] = Field(
+        default=None,
+        description=(
+            "Called by the drift sensor with each flagged verdict (ubunye_dagster.DriftVerdict): "
+            "a callable, or its dotted import path (mypkg.alerts.notify)."
+        ),
+    )
+
+    @field_validator("on_drift", mode="after")
+    @classmethod
+    def _importable_hook(cls, value: DriftHook | str | None) -> DriftHook | None:
+        return resolve_drift_hook(value)
+
+    @model_validator(mode="after")
+    def _hook_has_a_sensor(self) -> ReceiptSettings:
+        if self.on_drift is not None and self.drift_sensor is None:
+            raise ValueError(
+                "on_drift is called by the drift sensor, and drift_sensor is null: give "
+                "drift_sensor settings (or leave it out) to be told of drift"
+            )
+        return self
 
     def resource(self) -> UbunyeResource:
         """The ``UbunyeResource`` these settings describe."""
@@ -130,7 +159,7 @@ class ReceiptSettings(BaseModel):
             checks += build_expectation_checks(stored)
         checks = [c for c in checks if not (set(c.check_keys) & taken)]
         sensor_names = {s.name for s in (existing.sensors or [])} if existing else set()
-        sensors = [self.drift_sensor.build()] if self.drift_sensor else []
+        sensors = [self.drift_sensor.build(self.on_drift)] if self.drift_sensor else []
         return dg.Definitions(
             asset_checks=checks, sensors=[s for s in sensors if s.name not in sensor_names]
         )

@@ -3,15 +3,17 @@
 The sensor reads new asset materialisations from the Dagster event log (a cursor on storage ids,
 so each is judged once across restarts), compares each receipt with the previous one of the same
 asset and partition (`ubunye_core.records.drift`), tags the run that drifted, and reports the
-`ubunye_reproducible` asset check evaluation. `build_reproducibility_checks` declares that check
-so the Dagster UI shows it.
+`ubunye_reproducible` asset check evaluation. A tick that flags says so on the sensor's page, one
+line per flagged materialisation (asset, run, why) in its skip reason and its logs, and hands
+each verdict to the `on_drift` hook. `build_reproducibility_checks` declares the check so the
+Dagster UI shows it.
 """
 
 from __future__ import annotations
 
 import json
 import time
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 import dagster as dg
@@ -26,6 +28,13 @@ from ubunye_dagster.dagster_internals import (
     AssetCheckEvaluationTargetMaterializationData,
     UnresolvedAssetJobDefinition,
 )
+from ubunye_dagster.drift_hooks import (
+    DEFAULT_HOOK_TIMEOUT_SECONDS,
+    DriftHook,
+    DriftVerdict,
+    notify_drift,
+    resolve_drift_hook,
+)
 from ubunye_dagster.expectations import validate_declared_expectations
 
 #: Name of the asset check the sensor reports on every watched asset.
@@ -39,6 +48,8 @@ ALERT_PARTITION_TAG = "ubunye/drift_partition"
 
 #: The skip message of a tick that found no new materialisation.
 NOTHING_NEW = "no new materialisations"
+#: Flagged materialisations a tick's skip reason names one line each; its logs name them all.
+MAX_FLAGS_IN_SKIP_REASON = 20
 
 
 #: Severity of a failed check by drift reason: non-determinism is an error, the others a warning.
@@ -66,6 +77,8 @@ class DriftSettings(BaseModel):
     max_events_per_tick: int = Field(default=200, ge=1, le=10_000)
     tick_time_budget_seconds: float | None = Field(default=30.0, ge=0)
     use_lineage_store: bool = True
+    #: Time a tick gives its `on_drift` calls, all together.
+    on_drift_timeout_seconds: float = Field(default=DEFAULT_HOOK_TIMEOUT_SECONDS, gt=0)
 
     @field_validator("flag_reasons", mode="before")
     @classmethod
@@ -280,8 +293,11 @@ def evaluate_drift_tick(
     asset_keys: list[dg.AssetKey] | None,
     *,
     alert: bool,
+    on_drift: DriftHook | None = None,
+    sensor_name: str = "ubunye_drift_sensor",
 ) -> dg.SensorResult:
-    """One tick of the drift sensor: judge what is new, tag and report what drifted."""
+    """One tick of the drift sensor: judge what is new, tag and report what drifted, name each
+    flag on the tick, and hand each flagged verdict to `on_drift` once."""
     cursor = DriftCursor.parse(context.cursor)
     findings, moved_to = judge_pending_materialisations(
         context.instance, cursor, _with_definitions(settings, context), asset_keys
@@ -290,20 +306,63 @@ def evaluate_drift_tick(
         return dg.SensorResult(skip_reason=NOTHING_NEW, cursor=cursor.dump())
     tag_drifted_runs(context.instance, findings, settings.flag_reasons)
     flagged = [f for f in findings if f.judgement.is_flagged(settings.flag_reasons)]
-    for finding in flagged:
-        context.log.warning(
-            f"{finding.asset_key.to_user_string()} drifted ({finding.judgement.reason}) in "
-            f"run {finding.run_id or '(no run)'}"
-        )
+    lines = [flag_line(f, settings.flag_reasons) for f in flagged]
+    for line in lines:
+        context.log.warning(line)
     run_requests = [_alert_request(f) for f in flagged] if alert else []
-    return dg.SensorResult(
+    result = dg.SensorResult(
         run_requests=run_requests,
         # Without run requests Dagster records the tick as skipped; say what it did.
-        skip_reason=None
-        if run_requests
-        else f"judged {len(findings)} materialisation(s), {len(flagged)} flagged",
+        skip_reason=None if run_requests else _tick_summary(len(findings), lines),
         asset_events=[check_evaluation_for(f, settings.flag_reasons) for f in findings],
         cursor=moved_to.dump(),
+    )
+    # Last, once the tick is decided: a tick that raised would judge (and notify) again.
+    if on_drift is not None and flagged:
+        verdicts = [verdict_of(f, settings.flag_reasons, sensor_name) for f in flagged]
+        notify_drift(on_drift, verdicts, context.log, settings.on_drift_timeout_seconds)
+    return result
+
+
+def flag_line(finding: Finding, flag_reasons: Iterable[str]) -> str:
+    """The one line a tick shows for a flagged materialisation: which asset (and partition)
+    drifted, in which run, and why."""
+    judgement = finding.judgement
+    asset = finding.asset_key.to_user_string()
+    if finding.partition is not None:
+        asset += f" (partition {finding.partition})"
+    run = f"in run {finding.run_id}" if finding.run_id else "outside any run"
+    line = f"{asset} drifted {run}: {judgement.outcome(tuple(flag_reasons))} since "
+    line += _previous_run_text(finding)
+    why = _why(judgement)
+    return f"{line}; {why}." if why else f"{line}."
+
+
+def verdict_of(finding: Finding, flag_reasons: Iterable[str], sensor_name: str) -> DriftVerdict:
+    """What `on_drift` receives for a flagged finding."""
+    flag_reasons = tuple(flag_reasons)
+    judgement, current, previous = finding.judgement, finding.receipt, finding.previous_receipt
+    return DriftVerdict(
+        sensor=sensor_name,
+        asset_key=finding.asset_key.to_user_string(),
+        partition=finding.partition,
+        run_id=finding.run_id or None,
+        previous_run_id=finding.previous_run_id or None,
+        verdict=judgement.verdict.value,
+        reason=judgement.reason,
+        outcome=judgement.outcome(flag_reasons),
+        explanation=_why(judgement),
+        severity=SEVERITY_BY_REASON[judgement.reason].value,
+        summary=flag_line(finding, flag_reasons),
+        moved_inputs=judgement.moved_inputs,
+        unknown_inputs=judgement.unknown_inputs,
+        data_hash=current.data_hash,
+        previous_data_hash=previous.data_hash if previous else None,
+        record_path=current.record_path,
+        previous_record_path=previous.record_path if previous else None,
+        storage_id=finding.storage_id,
+        previous_storage_id=finding.previous_storage_id,
+        timestamp=finding.timestamp,
     )
 
 
@@ -319,12 +378,16 @@ def build_drift_sensor(
     tick_time_budget_seconds: float | None = 30.0,
     use_lineage_store: bool = True,
     default_status: dg.DefaultSensorStatus = dg.DefaultSensorStatus.STOPPED,
+    on_drift: DriftHook | str | None = None,
+    on_drift_timeout_seconds: float = DEFAULT_HOOK_TIMEOUT_SECONDS,
 ) -> dg.SensorDefinition:
     """A sensor that judges every new materialisation of the watched assets for drift.
 
     `assets=None` watches every asset whose materialisations carry Ubunye metadata. A flagged
     materialisation tags its run `ubunye/drift=<reason>`, fails the `ubunye_reproducible` check
     and, when `alert_job` (a job definition or the name of one) is given, requests one run of it.
+    `on_drift` (a callable, or its dotted import path) is called with each flagged
+    `DriftVerdict`, once, within `on_drift_timeout_seconds` for the whole tick.
     `strict_sources` judges assets that read no asset strictly, as `ubunye/deterministic` does.
     The watched assets' `ubunye/expectations` are validated here, as the definitions load.
     """
@@ -337,31 +400,49 @@ def build_drift_sensor(
         max_events_per_tick=max_events_per_tick,
         tick_time_budget_seconds=tick_time_budget_seconds,
         use_lineage_store=use_lineage_store,
+        on_drift_timeout_seconds=on_drift_timeout_seconds,
     )
     asset_keys = None if assets is None else watched_asset_keys(assets)
-
-    def evaluate(context: dg.SensorEvaluationContext) -> dg.SensorResult:
-        return evaluate_drift_tick(context, settings, asset_keys, alert=alert_job is not None)
-
+    evaluate = _tick_function(
+        settings, asset_keys, alert_job is not None, resolve_drift_hook(on_drift), name
+    )
     return dg.SensorDefinition(
         name=name,
         evaluation_fn=evaluate,
         minimum_interval_seconds=minimum_interval_seconds,
-        description=(
-            "Ubunye drift sensor: flags materialisations whose data changed while code and "
-            f"environment did not. Watching: {_watching(asset_keys)}. "
-            f"Flags: {', '.join(settings.flag_reasons)}."
-        ),
+        description=_sensor_description(asset_keys, settings),
         job=None if isinstance(alert_job, str) else alert_job,
         job_name=alert_job if isinstance(alert_job, str) else None,
         default_status=default_status,
     )
 
 
-def _watching(asset_keys: list[dg.AssetKey] | None) -> str:
+def _tick_function(
+    settings: DriftSettings,
+    asset_keys: list[dg.AssetKey] | None,
+    alert: bool,
+    on_drift: DriftHook | None,
+    sensor_name: str,
+) -> Callable[[dg.SensorEvaluationContext], dg.SensorResult]:
+    """The sensor's evaluation function: `evaluate_drift_tick` with these settings."""
+
+    def evaluate(context: dg.SensorEvaluationContext) -> dg.SensorResult:
+        return evaluate_drift_tick(
+            context, settings, asset_keys, alert=alert, on_drift=on_drift, sensor_name=sensor_name
+        )
+
+    return evaluate
+
+
+def _sensor_description(asset_keys: list[dg.AssetKey] | None, settings: DriftSettings) -> str:
     if asset_keys is None:
-        return "every asset with Ubunye metadata"
-    return ", ".join(key.to_user_string() for key in asset_keys)
+        watching = "every asset with Ubunye metadata"
+    else:
+        watching = ", ".join(key.to_user_string() for key in asset_keys)
+    return (
+        "Ubunye drift sensor: flags materialisations whose data changed while code and "
+        f"environment did not. Watching: {watching}. Flags: {', '.join(settings.flag_reasons)}."
+    )
 
 
 def build_reproducibility_checks(
@@ -652,6 +733,32 @@ def _alert_request(finding: Finding) -> dg.RunRequest:
     return dg.RunRequest(run_key=f"ubunye_drift:{finding.storage_id}", tags=tags)
 
 
+def _tick_summary(judged: int, flag_lines: Sequence[str]) -> str:
+    """The skip reason of a tick that judged something: the counts, then one line per flag."""
+    counts = f"judged {judged} materialisation(s), {len(flag_lines)} flagged"
+    if not flag_lines:
+        return counts
+    shown = list(flag_lines[:MAX_FLAGS_IN_SKIP_REASON])
+    if len(flag_lines) > len(shown):
+        shown.append(f"... and {len(flag_lines) - len(shown)} more in this tick's logs")
+    return "\n".join([f"{counts}:", *shown])
+
+
+def _previous_run_text(finding: Finding) -> str:
+    if finding.previous_run_id:
+        return f"run {finding.previous_run_id}"
+    return "a materialisation outside any run"
+
+
+def _why(judgement: drift.Judgement) -> str | None:
+    """Why a reason means drift, for the reasons whose name does not say it."""
+    if judgement.reason == drift.SAME_INPUTS:
+        return "code, environment, config and every upstream are unchanged (non-determinism)"
+    if judgement.reason == drift.INPUTS_UNKNOWN:
+        return "an upstream has neither a digest nor a data version, so it cannot be compared"
+    return None
+
+
 def _describe(finding: Finding, flag_reasons: Iterable[str]) -> str:
     judgement = finding.judgement
     previous = finding.previous_run_id or "a materialisation outside any run"
@@ -660,11 +767,8 @@ def _describe(finding: Finding, flag_reasons: Iterable[str]) -> str:
         return f"Reproduced: same data as the previous materialisation (run {previous})."
     if judgement.verdict is drift.Verdict.NOT_JUDGED:
         return f"Not judged: {judgement.reason}."
-    if judgement.reason == drift.SAME_INPUTS:
-        why = "code, environment, config and every upstream are unchanged (non-determinism)"
-    elif judgement.reason == drift.INPUTS_UNKNOWN:
-        why = "an upstream has neither a digest nor a data version, so it cannot be compared"
-    else:
+    why = _why(judgement)
+    if why is None:
         return f"Data changed since run {previous}: {outcome}."
     return f"Data changed since run {previous}: {outcome}; {why}."
 
