@@ -64,7 +64,10 @@ query Ticks($selector: SensorSelector!) {
   sensorOrError(sensorSelector: $selector) {
     __typename
     ... on Sensor {
-      sensorState { status ticks(limit: 20) { status timestamp skipReason error { message } } }
+      sensorState {
+        status
+        ticks(limit: 20) { tickId status timestamp skipReason error { message } }
+      }
     }
     ... on Error { message }
   }
@@ -344,10 +347,11 @@ class DagsterDev:
             "metadata": {e["label"]: metadata_value(e) for e in latest["metadataEntries"]},
         }
 
-    def sensor_ticks(self, sensor_name: str) -> dict[str, Any]:
-        """The sensor's state (RUNNING or STOPPED) and its latest ticks, newest first."""
+    def sensor_ticks(self, sensor_name: str, *, location: str | None = None) -> dict[str, Any]:
+        """The sensor's state (RUNNING or STOPPED) and its latest ticks, newest first, of this
+        server's code location or of ``location``."""
         selector = {
-            "repositoryLocationName": self.location,
+            "repositoryLocationName": location or self.location,
             "repositoryName": REPOSITORY,
             "sensorName": sensor_name,
         }

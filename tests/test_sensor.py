@@ -199,6 +199,19 @@ def test_the_flag_is_the_latest_check_result_on_the_asset(instance):
     assert evaluation.target_materialization_data.storage_id == last_totals.storage_id
 
 
+def test_the_storage_ids_a_judgement_names_are_text_not_numbers_dagster_plots(instance):
+    materialise(instance, pipeline())
+    materialise(instance, pipeline())
+    [first, second] = evaluations_of(tick(build_drift_sensor(pipeline()), instance, None), "totals")
+
+    records = instance.fetch_materializations(dg.AssetKey("totals"), limit=2).records
+    newest, previous = (str(record.storage_id) for record in records)
+    assert second.metadata["ubunye/storage_id"] == dg.TextMetadataValue(newest)
+    assert second.metadata["ubunye/previous_storage_id"] == dg.TextMetadataValue(previous)
+    assert first.metadata["ubunye/storage_id"] == dg.TextMetadataValue(previous)
+    assert "ubunye/previous_storage_id" not in first.metadata
+
+
 def test_changed_upstream_data_passes_as_inputs_changed_naming_the_upstream(instance):
     sensor = build_drift_sensor(pipeline())
     materialise(instance, pipeline(orders=[1, 2, 3]))
@@ -674,7 +687,7 @@ def _judge_until_idle(
             for e in data.asset_events
         )
         cursor = data.cursor
-    judged = [(sid, prev.value if prev is not None else None) for sid, prev in judged]
+    judged = [(int(sid), int(prev.value) if prev is not None else None) for sid, prev in judged]
     assert ticks == math.ceil(len(judged) / per_tick)
     return judged
 

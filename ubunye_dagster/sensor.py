@@ -790,8 +790,9 @@ def _evaluation_metadata(
         "ubunye/environment_hash": current.environment_hash,
         "ubunye/previous_environment_hash": previous.environment_hash if previous else None,
         "ubunye/partition": finding.partition,
-        "ubunye/storage_id": finding.storage_id,
-        "ubunye/previous_storage_id": finding.previous_storage_id,
+        # Ids are text: Dagster plots a number as if it measured something.
+        "ubunye/storage_id": dg.MetadataValue.text(str(finding.storage_id)),
+        "ubunye/previous_storage_id": _id_text(finding.previous_storage_id),
     }
     if finding.run_id:
         entries["ubunye/run"] = dg.MetadataValue.dagster_run(finding.run_id)
@@ -806,6 +807,10 @@ def _evaluation_metadata(
     if flagged and previous is not None:
         entries.update(_changed_rows_metadata(previous, current))
     return {key: value for key, value in entries.items() if value is not None}
+
+
+def _id_text(storage_id: int | None) -> dg.TextMetadataValue | None:
+    return dg.MetadataValue.text(str(storage_id)) if storage_id is not None else None
 
 
 def _changed_rows_metadata(
