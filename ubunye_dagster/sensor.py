@@ -791,7 +791,7 @@ def _evaluation_metadata(
         "ubunye/previous_environment_hash": previous.environment_hash if previous else None,
         "ubunye/partition": finding.partition,
         # Ids are text: Dagster plots a number as if it measured something.
-        "ubunye/storage_id": dg.MetadataValue.text(str(finding.storage_id)),
+        "ubunye/storage_id": _id_text(finding.storage_id),
         "ubunye/previous_storage_id": _id_text(finding.previous_storage_id),
     }
     if finding.run_id:
