@@ -647,6 +647,76 @@ def test_running_the_check_judges_the_latest_materialisation(instance):
     assert evaluation.metadata["ubunye/reason"].value == SAME_INPUTS
 
 
+def receipted_assets(pd: Any) -> list[dg.AssetsDefinition]:
+    """`prices` -> `jittered` (its rows change on every run), and `unreachable`, which fails
+    before it returns anything."""
+
+    # No annotations: this module's annotations are strings, and the IO manager loads the
+    # type that was written anyway.
+    @dg.asset
+    def prices():
+        return pd.DataFrame({"sku": ["a", "b", "c"], "price": [1.5, 2.0, 3.25]})
+
+    @dg.asset
+    def jittered(prices):
+        return prices.assign(price=prices["price"] + [random.random() for _ in range(len(prices))])
+
+    @dg.asset
+    def unreachable():
+        raise ConnectionError("the feed is down")
+
+    return [prices, jittered, unreachable]
+
+
+def ubunye_io_manager(root: Path) -> dict[str, Any]:
+    from ubunye_dagster import UbunyeIOManager, UbunyeResource
+
+    manager = UbunyeIOManager(
+        base_path=str(root / "data"), ubunye=UbunyeResource(usecase_dir=str(root))
+    )
+    return {"io_manager": manager}
+
+
+def test_a_failing_asset_leaves_every_other_assets_reproducibility_verdict(instance, tmp_path):
+    assets = receipted_assets(pytest.importorskip("pandas"))
+    checks = build_reproducibility_checks(assets)
+
+    result = dg.materialize(
+        [*assets, *checks],
+        instance=instance,
+        resources=ubunye_io_manager(tmp_path),
+        raise_on_error=False,
+    )
+
+    assert not result.success
+    judged = [e.asset_key.to_user_string() for e in result.get_asset_check_evaluations()]
+    assert sorted(judged) == ["jittered", "prices"]
+
+
+def test_the_verdict_given_in_the_assets_own_step_is_the_drift_sensors(instance, tmp_path):
+    assets = receipted_assets(pytest.importorskip("pandas"))[:2]
+    checks = build_reproducibility_checks(assets)
+    resources = ubunye_io_manager(tmp_path)
+    materialise(instance, [*assets, *checks], resources=resources)
+
+    result = dg.materialize([*assets, *checks], instance=instance, resources=resources)
+    in_step = {e.asset_key.to_user_string(): e for e in result.get_asset_check_evaluations()}
+    data = tick(build_drift_sensor(assets), instance, None, report=False)
+
+    assert sorted(in_step) == ["jittered", "prices"]  # one verdict each, none from the check step
+    assert meta(in_step["prices"], "ubunye/verdict") == "unchanged"
+    assert meta(in_step["jittered"], "ubunye/reason") == SAME_INPUTS
+    for asset, evaluation in in_step.items():
+        assert shown(evaluation) == shown(evaluations_of(data, asset)[-1])
+
+
+def shown(evaluation: dg.AssetCheckEvaluation) -> tuple[Any, ...]:
+    """What an evaluation says, whoever gave it: all but the storage id of its materialisation
+    (a step judges its materialisation before the event log stores it)."""
+    metadata = {k: v.value for k, v in evaluation.metadata.items() if k != "ubunye/storage_id"}
+    return evaluation.passed, evaluation.severity, evaluation.description, metadata
+
+
 # --- helpers for the paging tests -----------------------------------------------------------
 
 
@@ -696,24 +766,8 @@ def _judge_until_idle(
 
 
 def test_receipts_written_by_the_ubunye_io_manager_are_judged(instance, tmp_path):
-    pd = pytest.importorskip("pandas")
-    from ubunye_dagster import UbunyeIOManager, UbunyeResource
-
-    # No annotations: this module's annotations are strings, and the IO manager loads the
-    # type that was written anyway.
-    @dg.asset
-    def prices():
-        return pd.DataFrame({"sku": ["a", "b", "c"], "price": [1.5, 2.0, 3.25]})
-
-    @dg.asset
-    def jittered(prices):
-        return prices.assign(price=prices["price"] + [random.random() for _ in range(len(prices))])
-
-    resources = {
-        "io_manager": UbunyeIOManager(
-            base_path=str(tmp_path / "data"), ubunye=UbunyeResource(usecase_dir=str(tmp_path))
-        )
-    }
+    prices, jittered, _ = receipted_assets(pytest.importorskip("pandas"))
+    resources = ubunye_io_manager(tmp_path)
     materialise(instance, [prices, jittered], resources=resources)
     second = materialise(instance, [prices, jittered], resources=resources)
     data = tick(build_drift_sensor([prices, jittered]), instance, None)
