@@ -700,10 +700,19 @@ def test_the_verdict_given_in_the_assets_own_step_is_the_drift_sensors(instance,
     materialise(instance, [*assets, *checks], resources=resources)
 
     result = dg.materialize([*assets, *checks], instance=instance, resources=resources)
-    in_step = {e.asset_key.to_user_string(): e for e in result.get_asset_check_evaluations()}
+    events = [
+        e for e in result.all_events if e.event_type == dg.DagsterEventType.ASSET_CHECK_EVALUATION
+    ]
+    in_step = {e.asset_check_evaluation_data.asset_key.to_user_string(): e for e in events}
     data = tick(build_drift_sensor(assets), instance, None, report=False)
 
-    assert sorted(in_step) == ["jittered", "prices"]  # one verdict each, none from the check step
+    # One verdict each, from the asset's own step; the check's step judged nothing again.
+    assert sorted(in_step) == ["jittered", "prices"] and len(events) == 2
+    assert {asset: event.step_key for asset, event in in_step.items()} == {
+        "jittered": "jittered",
+        "prices": "prices",
+    }
+    in_step = {asset: event.asset_check_evaluation_data for asset, event in in_step.items()}
     assert meta(in_step["prices"], "ubunye/verdict") == "unchanged"
     assert meta(in_step["jittered"], "ubunye/reason") == SAME_INPUTS
     for asset, evaluation in in_step.items():
