@@ -1,9 +1,10 @@
 """The drift sensor against a real Dagster instance (sqlite in a temp folder).
 
 Most materialisations here carry the brief's metadata keys written by plain assets; their digests
-are a stand-in (sha256 of the rows as JSON), as the sensor only compares receipts. One test runs
-real assets through `UbunyeIOManager`; one runs Dagster's sensor daemon and the UI's GraphQL
-queries. Elsewhere each tick reports its asset events to the instance as the daemon does.
+are a stand-in (sha256 of the rows as JSON), as the sensor only compares receipts. A few run
+real assets through `UbunyeIOManager` (the check's verdict given in each asset's own step among
+them); one runs Dagster's sensor daemon and the UI's GraphQL queries. Elsewhere each tick
+reports its asset events to the instance as the daemon does.
 """
 
 from __future__ import annotations
