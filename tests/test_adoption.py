@@ -16,8 +16,11 @@ from ubunye_core.store import LineageStore
 from ubunye_dagster import UbunyeIOManager, with_ubunye
 from ubunye_dagster.drift_hooks import DriftVerdict
 from ubunye_dagster.metadata import DATA_HASH, DETERMINISTIC, SUMMARY
+from ubunye_dagster.sensor import check_settings_of
 from ubunye_dagster.strict_fields import UnknownSettingError
 
+#: The step of the reproducibility checks (build_reproducibility_checks' default name).
+REPRODUCIBILITY_STEP = "ubunye_reproducibility_checks"
 LOCATION = Path(__file__).resolve().parent / "locations" / "adopted_in_one_line.py"
 
 
@@ -81,6 +84,44 @@ def test_a_step_failing_before_the_io_manager_is_recorded_under_either_executor(
     assert_early_failure_recorded(tmp_path, result.run_id)
     [balance] = records(tmp_path, "dagster/default/balance")
     assert balance.status == "success" and balance.inputs[0].source_note.startswith("verified:")
+
+
+@pytest.mark.parametrize("job_name", ["in_process_job", "multiprocess_job"])
+def test_a_failing_asset_leaves_every_other_assets_reproducibility_verdict_under_either_executor(
+    location, job_name
+):
+    with dg.instance_for_test() as instance:
+        job = ReconstructableJob.for_file(str(LOCATION), job_name)
+        result = dg.execute_job(job, instance=instance)
+        evaluations = instance.all_logs(
+            result.run_id, of_type=dg.DagsterEventType.ASSET_CHECK_EVALUATION
+        )
+        started = instance.all_logs(result.run_id, of_type=dg.DagsterEventType.STEP_START)
+    assert not result.success
+    step_pids = {entry.step_key: entry.dagster_event.pid for entry in started}
+    verdicts = {
+        entry.dagster_event.event_specific_data.asset_key.to_user_string(): (
+            entry.step_key,
+            entry.dagster_event.pid,
+        )
+        for entry in evaluations
+    }
+    # Given in each asset's own step (its process under the multiprocess executor); no step ran
+    # for the checks, and the failed asset has no verdict.
+    assert verdicts == {name: (name, step_pids[name]) for name in ("ledger", "balance")}
+    assert set(step_pids) == {"unreachable_source", "ledger", "balance"}
+
+
+def test_the_checks_judge_with_the_drift_sensors_settings(location):
+    adopted = with_ubunye(
+        location.plain_definitions(),
+        drift_sensor={"flag_reasons": ["inputs changed"], "strict_sources": True},
+    )
+    [checks] = [c for c in adopted.asset_checks if c.node_def.name == REPRODUCIBILITY_STEP]
+    for spec in checks.check_specs:
+        settings = check_settings_of(spec)
+        assert settings is not None
+        assert settings.flag_reasons == ("inputs changed",) and settings.strict_sources
 
 
 def test_every_materialisation_carries_the_receipt_and_its_summary(location, tmp_path):

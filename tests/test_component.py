@@ -6,6 +6,8 @@ from __future__ import annotations
 import inspect
 import json
 import shutil
+import sys
+import warnings
 from pathlib import Path
 
 import dagster as dg
@@ -14,6 +16,7 @@ from components_project import (
     COMPONENT_TYPE,
     FEED_DOWN,
     NEEDS_COMPONENTS_DAGSTER,
+    PROJECT,
     create_project,
     receipts_yaml,
     run_tool,
@@ -22,6 +25,7 @@ from components_project import (
 
 from ubunye_core.store import LineageStore
 from ubunye_dagster.metadata import DATA_HASH, RECORD_PATH, SUMMARY
+from ubunye_dagster.sensor import CHECK_NAME
 
 pytestmark = [pytest.mark.timeout(900), NEEDS_COMPONENTS_DAGSTER]
 
@@ -96,26 +100,151 @@ def test_dg_launch_keeps_receipts_records_metadata_data_versions_and_verified_re
     assert metadata[SUMMARY].startswith("**")
 
 
-def test_a_step_failing_before_the_io_manager_under_dg_launch_leaves_its_error_record(root):
-    launched = run_tool(root, tool("dg"), "launch", "--assets", "feed", **{FEED_DOWN: "1"})
+def copy_of_project(root: Path, into: Path) -> Path:
+    """A copy of the project in ``into`` (``run_tool(into, ..., cwd=copy)`` gives it its own
+    Dagster instance, ``into/dagster_home``)."""
+    copy = into / "shop"
+    shutil.copytree(project_of(root), copy)
+    return copy
+
+
+@pytest.fixture(scope="module")
+def launched_with_feed_down(root, tmp_path_factory) -> tuple[Path, object]:
+    """``dg launch --assets '*'`` on a copy of the project, ``feed`` failing before it returns:
+    the copy's root (its Dagster home inside) and the completed process."""
+    into = tmp_path_factory.mktemp("feed_down")
+    copy = copy_of_project(root, into)
+    launched = run_tool(into, tool("dg"), "launch", "--assets", "*", cwd=copy, **{FEED_DOWN: "1"})
+    return into, launched
+
+
+def test_a_step_failing_before_the_io_manager_under_dg_launch_leaves_its_error_record(
+    launched_with_feed_down,
+):
+    into, launched = launched_with_feed_down
     assert launched.returncode != 0
 
-    [record] = LineageStore.for_usecase_dir(project_of(root)).list_runs("dagster/intake/feed")
+    [record] = LineageStore.for_usecase_dir(into / "shop").list_runs("dagster/intake/feed")
     assert record.status == "error"
     assert record.error == "ConnectionError: cannot reach https://api.example.com?api_key=***"
     assert [t["step"] for t in record.timings] == ["Transform:feed"]
     assert record.code_hash is not None and record.ended_at is not None
 
 
-def test_an_unknown_attribute_is_refused_with_the_closest_valid_name(root, tmp_path):
-    copy = tmp_path / "shop"
-    shutil.copytree(project_of(root), copy)
+def test_the_components_checks_with_a_failing_asset_in_a_dg_launch_run(launched_with_feed_down):
+    into, launched = launched_with_feed_down
+    assert launched.returncode != 0
+
+    with dg.DagsterInstance.from_config(str(into / "dagster_home")) as instance:
+        [run] = instance.get_runs()
+        verdicts = reproducibility_verdicts(instance, run.run_id)
+        started = step_processes(instance, run.run_id)
+    # Each asset that materialised has its verdict, given in its own step's process; the failed
+    # asset has none, and no step ran for the checks.
+    assert set(verdicts) == {"orders", "revenue"}
+    for asset, (step_key, pid, verdict) in verdicts.items():
+        assert step_key == asset and pid == started[asset]
+        assert verdict == "not judged"  # the first materialisation in this Dagster instance
+    assert set(started) == {"orders", "revenue", "feed", "ubunye_expectations_orders"}
+
+
+def reproducibility_verdicts(
+    instance: dg.DagsterInstance, run_id: str
+) -> dict[str, tuple[str, int, str]]:
+    """``{asset: (step key, process id, verdict)}`` of the run's ``ubunye_reproducible``
+    evaluations."""
+    found = {}
+    for entry in instance.all_logs(run_id, of_type=dg.DagsterEventType.ASSET_CHECK_EVALUATION):
+        evaluation = entry.dagster_event.event_specific_data
+        if evaluation.check_name == CHECK_NAME:
+            verdict = evaluation.metadata["ubunye/verdict"].value
+            key = evaluation.asset_key.to_user_string()
+            assert key not in found, f"two verdicts for {key}"
+            found[key] = (entry.step_key, entry.dagster_event.pid, verdict)
+    return found
+
+
+def step_processes(instance: dg.DagsterInstance, run_id: str) -> dict[str, int]:
+    """``{step key: process id}`` of each step the run started."""
+    events = instance.all_logs(run_id, of_type=dg.DagsterEventType.STEP_START)
+    return {entry.step_key: entry.dagster_event.pid for entry in events}
+
+
+@pytest.fixture(scope="module")
+def yaml_check_of_bad_attributes(root, tmp_path_factory):
+    """``dg check yaml`` on a copy of the project whose ``defs.yaml`` has an unknown attribute
+    and choices (one in the drift sensor's settings) with values they do not offer."""
+    into = tmp_path_factory.mktemp("bad_yaml")
+    copy = copy_of_project(root, into)
+    receipts_yaml(copy).write_text(
+        f"type: {COMPONENT_TYPE}\n\nattributes:\n  base_pth: lake\n  verify_reads: warning\n"
+        "  drift_sensor: {default_status: PAUSED}\n",
+        encoding="utf-8",
+    )
+    return run_tool(into, tool("dg"), "check", "yaml", cwd=copy)
+
+
+def test_dg_check_yaml_refuses_an_unknown_attribute_naming_it(yaml_check_of_bad_attributes):
+    checked = yaml_check_of_bad_attributes
+    assert checked.returncode != 0
+    assert "'base_pth' was unexpected" in checked.stdout + checked.stderr
+
+
+def test_dg_check_yaml_lists_the_valid_values_of_a_choice(yaml_check_of_bad_attributes):
+    checked = yaml_check_of_bad_attributes
+    assert checked.returncode != 0
+    output = checked.stdout + checked.stderr
+    assert "'warning' is not one of ['fail', 'warn', 'off', 'rows']" in output
+    assert "'PAUSED' is not one of ['STOPPED', 'RUNNING']" in output  # in drift_sensor's settings
+
+
+def test_dg_check_defs_stops_at_an_unknown_attribute_before_loading(root, tmp_path):
+    copy = copy_of_project(root, tmp_path)
     receipts_yaml(copy).write_text(
         f"type: {COMPONENT_TYPE}\n\nattributes:\n  base_pth: lake\n", encoding="utf-8"
     )
-    checked = run_tool(root, tool("dg"), "check", "defs", cwd=copy)
+    checked = run_tool(tmp_path, tool("dg"), "check", "defs", cwd=copy)
+    output = checked.stdout + checked.stderr
     assert checked.returncode != 0
-    assert "has no field 'base_pth' (did you mean 'base_path'?)" in checked.stdout + checked.stderr
+    assert "'base_pth' was unexpected" in output
+    assert "All component YAML validated successfully." not in output
+
+
+@pytest.fixture
+def fresh_project_package():
+    """The project's package imported afresh in the test and forgotten after it: a copy of the
+    project has the same package name, and Python would otherwise reuse the first one loaded."""
+
+    def loaded() -> list[str]:
+        return [name for name in sys.modules if name.split(".")[0] == PROJECT]
+
+    saved = {name: sys.modules.pop(name) for name in loaded()}
+    yield
+    for name in loaded():
+        del sys.modules[name]
+    sys.modules.update(saved)
+
+
+def test_an_unknown_attribute_is_refused_when_loading_with_the_closest_valid_name(
+    root, tmp_path, monkeypatch, fresh_project_package
+):
+    copy = copy_of_project(root, tmp_path)
+    receipts_yaml(copy).write_text(
+        f"type: {COMPONENT_TYPE}\n\nattributes:\n  base_pth: lake\n", encoding="utf-8"
+    )
+    monkeypatch.syspath_prepend(str(copy / "src"))
+    with pytest.raises(Exception) as refused:
+        load_defs_folder(copy)
+    assert "has no field 'base_pth' (did you mean 'base_path'?)" in error_chain(refused.value)
+
+
+def error_chain(error: BaseException | None) -> str:
+    """The messages of an exception and of every exception it was raised from."""
+    messages = []
+    while error is not None:
+        messages.append(str(error))
+        error = error.__cause__ or error.__context__
+    return "\n".join(messages)
 
 
 def test_on_drift_names_an_import_path_and_a_missing_one_is_refused_naming_it(root, tmp_path):
@@ -147,6 +276,17 @@ def load_defs_folder(project: Path) -> dg.Definitions:
     if "path_within_project" in inspect.signature(dg.load_from_defs_folder).parameters:
         return dg.load_from_defs_folder(path_within_project=project)
     return dg.load_from_defs_folder(project_root=project)
+
+
+def test_loading_the_component_raises_no_beta_warning(root, monkeypatch):
+    project = project_of(root)
+    monkeypatch.syspath_prepend(str(project / "src"))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        defs = load_defs_folder(project)
+        checks = defs.get_repository_def().asset_checks_defs_by_key
+    assert dg.AssetCheckKey(dg.AssetKey("orders"), CHECK_NAME) in checks
+    assert [str(w.message) for w in caught if issubclass(w.category, dg.BetaWarning)] == []
 
 
 def test_the_components_definitions_record_an_early_failure_under_materialize_in_process(

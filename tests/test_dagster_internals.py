@@ -5,6 +5,7 @@ A Dagster upgrade that moves one of them fails here, by name, before records sil
 
 from __future__ import annotations
 
+import warnings
 from pathlib import Path
 
 import dagster as dg
@@ -240,3 +241,73 @@ def test_a_component_can_still_build_the_definitions_of_another_defs_entry():
             internals.defs_of_entry(dg.ComponentLoadContext.for_test(), Path("."))
     else:
         assert names, "ComponentLoadContext can no longer build another defs entry"
+
+
+def test_a_run_still_lists_its_planned_and_evaluated_checks_and_an_io_managers_evaluation():
+    """The in-step ``ubunye_reproducible`` verdict reads the check's spec from the step's job,
+    the run's planned and evaluated checks from its events, and joins the step's event stream
+    through the output context's events."""
+    spec = dg.AssetCheckSpec("priced", asset="prices", metadata={"rule": "x"})
+    check_key = spec.key
+
+    @dg.multi_asset_check(specs=[spec], can_subset=True)
+    def price_checks(context):
+        run_id = context.op_execution_context.run_id
+        assert internals.checks_evaluated_in_run(context.instance, run_id) == {check_key}
+        yield from ()
+
+    class Judging(dg.ConfigurableIOManager):
+        def handle_output(self, context, obj):
+            step_context = context.step_context
+            assert internals.check_spec_in_job(step_context, check_key).metadata["rule"] == "x"
+            other = dg.AssetCheckKey(context.asset_key, "not_declared")
+            assert internals.check_spec_in_job(step_context, other) is None
+            run_id, _ = internals.run_and_step_of(step_context)
+            planned = internals.checks_planned_in_run(step_context.instance, run_id)
+            assert planned == {check_key}
+            evaluation = dg.AssetCheckEvaluation(
+                asset_key=context.asset_key, check_name="priced", passed=True
+            )
+            assert internals.report_check_evaluations(step_context, [evaluation], context) == 1
+
+        def load_input(self, context):
+            raise AssertionError("nothing is loaded")
+
+    result = dg.materialize(
+        [prices, price_checks],
+        resources={"io_manager": Judging()},
+        instance=dg.DagsterInstance.ephemeral(),
+    )
+
+    assert result.success
+    [evaluation] = result.get_asset_check_evaluations()
+    assert evaluation.asset_check_key == check_key
+
+
+def test_a_rebuild_turns_checks_into_assets_that_warn_unless_they_are_kept_as_checks():
+    """Dagster's rebuild (``with_definition_metadata_update``, as when a component's
+    ``defs.yaml`` metadata is added) returns its own checks as a plain ``AssetsDefinition``,
+    which the repository converts back with a BetaWarning; ``kept_as_checks`` stays a check
+    definition, converts nothing, warns about nothing, and still runs."""
+    spec = dg.AssetCheckSpec("priced", asset="prices")
+
+    @dg.multi_asset_check(specs=[spec])
+    def price_checks():
+        yield dg.AssetCheckResult(asset_key="prices", check_name="priced", passed=True)
+
+    def rebuilt(checks: dg.AssetChecksDefinition) -> tuple[dg.Definitions, list[str]]:
+        defs = dg.Definitions(assets=[prices], asset_checks=[checks])
+        defs = defs.with_definition_metadata_update(lambda metadata: metadata)
+        with warnings.catch_warnings(record=True) as shown:
+            warnings.simplefilter("always")
+            assert spec.key in defs.get_repository_def().asset_checks_defs_by_key
+        return defs, [str(w.message) for w in shown if issubclass(w.category, dg.BetaWarning)]
+
+    plain, warned = rebuilt(price_checks)
+    assert type(plain.asset_checks[0]) is dg.AssetsDefinition
+    assert any("execution_type" in message for message in warned)
+    kept, warned = rebuilt(internals.kept_as_checks(price_checks))
+    assert isinstance(kept.asset_checks[0], dg.AssetChecksDefinition) and warned == []
+    result = dg.materialize([prices, *kept.asset_checks], instance=dg.DagsterInstance.ephemeral())
+    [evaluation] = result.get_asset_check_evaluations()
+    assert evaluation.asset_check_key == spec.key and evaluation.passed

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from typing import get_args
 
 import pytest
 
@@ -14,6 +15,7 @@ from ubunye_core.records.drift import (
     SAME_INPUTS,
     SOURCE_EXPLANATION,
     DriftEvidence,
+    FlagReason,
     InputDigest,
     Verdict,
     carries_ubunye_metadata,
@@ -111,6 +113,10 @@ def test_inputs_changed_flags_when_put_in_flag_reasons():
 
 def test_the_defaults_flag_same_inputs_and_inputs_unknown_only():
     assert DEFAULT_FLAG_REASONS == (SAME_INPUTS, INPUTS_UNKNOWN)
+
+
+def test_the_flag_reason_type_offers_exactly_the_drift_reasons():
+    assert get_args(FlagReason) == DRIFT_REASONS
 
 
 def test_a_changed_config_explains_the_change():

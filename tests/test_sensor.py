@@ -1,9 +1,10 @@
 """The drift sensor against a real Dagster instance (sqlite in a temp folder).
 
 Most materialisations here carry the brief's metadata keys written by plain assets; their digests
-are a stand-in (sha256 of the rows as JSON), as the sensor only compares receipts. One test runs
-real assets through `UbunyeIOManager`; one runs Dagster's sensor daemon and the UI's GraphQL
-queries. Elsewhere each tick reports its asset events to the instance as the daemon does.
+are a stand-in (sha256 of the rows as JSON), as the sensor only compares receipts. A few run
+real assets through `UbunyeIOManager` (the check's verdict given in each asset's own step among
+them); one runs Dagster's sensor daemon and the UI's GraphQL queries. Elsewhere each tick
+reports its asset events to the instance as the daemon does.
 """
 
 from __future__ import annotations
@@ -647,6 +648,85 @@ def test_running_the_check_judges_the_latest_materialisation(instance):
     assert evaluation.metadata["ubunye/reason"].value == SAME_INPUTS
 
 
+def receipted_assets(pd: Any) -> list[dg.AssetsDefinition]:
+    """`prices` -> `jittered` (its rows change on every run), and `unreachable`, which fails
+    before it returns anything."""
+
+    # No annotations: this module's annotations are strings, and the IO manager loads the
+    # type that was written anyway.
+    @dg.asset
+    def prices():
+        return pd.DataFrame({"sku": ["a", "b", "c"], "price": [1.5, 2.0, 3.25]})
+
+    @dg.asset
+    def jittered(prices):
+        return prices.assign(price=prices["price"] + [random.random() for _ in range(len(prices))])
+
+    @dg.asset
+    def unreachable():
+        raise ConnectionError("the feed is down")
+
+    return [prices, jittered, unreachable]
+
+
+def ubunye_io_manager(root: Path) -> dict[str, Any]:
+    from ubunye_dagster import UbunyeIOManager, UbunyeResource
+
+    manager = UbunyeIOManager(
+        base_path=str(root / "data"), ubunye=UbunyeResource(usecase_dir=str(root))
+    )
+    return {"io_manager": manager}
+
+
+def test_a_failing_asset_leaves_every_other_assets_reproducibility_verdict(instance, tmp_path):
+    assets = receipted_assets(pytest.importorskip("pandas"))
+    checks = build_reproducibility_checks(assets)
+
+    result = dg.materialize(
+        [*assets, *checks],
+        instance=instance,
+        resources=ubunye_io_manager(tmp_path),
+        raise_on_error=False,
+    )
+
+    assert not result.success
+    judged = [e.asset_key.to_user_string() for e in result.get_asset_check_evaluations()]
+    assert sorted(judged) == ["jittered", "prices"]
+
+
+def test_the_verdict_given_in_the_assets_own_step_is_the_drift_sensors(instance, tmp_path):
+    assets = receipted_assets(pytest.importorskip("pandas"))[:2]
+    checks = build_reproducibility_checks(assets)
+    resources = ubunye_io_manager(tmp_path)
+    materialise(instance, [*assets, *checks], resources=resources)
+
+    result = dg.materialize([*assets, *checks], instance=instance, resources=resources)
+    events = [
+        e for e in result.all_events if e.event_type == dg.DagsterEventType.ASSET_CHECK_EVALUATION
+    ]
+    in_step = {e.asset_check_evaluation_data.asset_key.to_user_string(): e for e in events}
+    data = tick(build_drift_sensor(assets), instance, None, report=False)
+
+    # One verdict each, from the asset's own step; the check's step judged nothing again.
+    assert sorted(in_step) == ["jittered", "prices"] and len(events) == 2
+    assert {asset: event.step_key for asset, event in in_step.items()} == {
+        "jittered": "jittered",
+        "prices": "prices",
+    }
+    in_step = {asset: event.asset_check_evaluation_data for asset, event in in_step.items()}
+    assert meta(in_step["prices"], "ubunye/verdict") == "unchanged"
+    assert meta(in_step["jittered"], "ubunye/reason") == SAME_INPUTS
+    for asset, evaluation in in_step.items():
+        assert shown(evaluation) == shown(evaluations_of(data, asset)[-1])
+
+
+def shown(evaluation: dg.AssetCheckEvaluation) -> tuple[Any, ...]:
+    """What an evaluation says, whoever gave it: all but the storage id of its materialisation
+    (a step judges its materialisation before the event log stores it)."""
+    metadata = {k: v.value for k, v in evaluation.metadata.items() if k != "ubunye/storage_id"}
+    return evaluation.passed, evaluation.severity, evaluation.description, metadata
+
+
 # --- helpers for the paging tests -----------------------------------------------------------
 
 
@@ -696,24 +776,8 @@ def _judge_until_idle(
 
 
 def test_receipts_written_by_the_ubunye_io_manager_are_judged(instance, tmp_path):
-    pd = pytest.importorskip("pandas")
-    from ubunye_dagster import UbunyeIOManager, UbunyeResource
-
-    # No annotations: this module's annotations are strings, and the IO manager loads the
-    # type that was written anyway.
-    @dg.asset
-    def prices():
-        return pd.DataFrame({"sku": ["a", "b", "c"], "price": [1.5, 2.0, 3.25]})
-
-    @dg.asset
-    def jittered(prices):
-        return prices.assign(price=prices["price"] + [random.random() for _ in range(len(prices))])
-
-    resources = {
-        "io_manager": UbunyeIOManager(
-            base_path=str(tmp_path / "data"), ubunye=UbunyeResource(usecase_dir=str(tmp_path))
-        )
-    }
+    prices, jittered, _ = receipted_assets(pytest.importorskip("pandas"))
+    resources = ubunye_io_manager(tmp_path)
     materialise(instance, [prices, jittered], resources=resources)
     second = materialise(instance, [prices, jittered], resources=resources)
     data = tick(build_drift_sensor([prices, jittered]), instance, None)

@@ -45,7 +45,9 @@ class DriftSensorSettings(BaseModel):
         return refuse_unknown_fields(cls, data)
 
     name: str = "ubunye_drift_sensor"
-    flag_reasons: list[str] = Field(default_factory=lambda: list(drift.DEFAULT_FLAG_REASONS))
+    flag_reasons: list[drift.FlagReason] = Field(
+        default_factory=lambda: list(drift.DEFAULT_FLAG_REASONS)
+    )
     strict_sources: bool = False
     alert_job: str | None = Field(default=None, description="Name of a job run on each flag.")
     minimum_interval_seconds: int = 60
@@ -154,7 +156,7 @@ class ReceiptSettings(BaseModel):
         taken = _check_keys(existing)
         checks: list[dg.AssetChecksDefinition] = []
         if self.reproducibility_checks and stored:
-            checks += build_reproducibility_checks(stored)
+            checks += build_reproducibility_checks(stored, **self._judged_as_the_sensor())
         if self.expectation_checks:
             checks += build_expectation_checks(stored)
         checks = [c for c in checks if not (set(c.check_keys) & taken)]
@@ -163,6 +165,15 @@ class ReceiptSettings(BaseModel):
         return dg.Definitions(
             asset_checks=checks, sensors=[s for s in sensors if s.name not in sensor_names]
         )
+
+    def _judged_as_the_sensor(self) -> dict[str, Any]:
+        """The reproducibility checks' settings: the drift sensor's, so both give one verdict."""
+        sensor = self.drift_sensor or DriftSensorSettings()
+        return {
+            "flag_reasons": sensor.flag_reasons,
+            "strict_sources": sensor.strict_sources,
+            "use_lineage_store": sensor.use_lineage_store,
+        }
 
 
 def stored_by_default(assets: Iterable[Any]) -> list[dg.AssetsDefinition]:

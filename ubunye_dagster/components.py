@@ -13,11 +13,13 @@ their definitions so the IO manager's teardown records a step that fails before 
 
 from __future__ import annotations
 
+from enum import Enum
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any, Literal, get_args, get_origin
 
 import dagster as dg
-from pydantic import BaseModel, ConfigDict, model_validator
+from pydantic import BaseModel, ConfigDict, WithJsonSchema, create_model, model_validator
+from pydantic.fields import FieldInfo
 
 from ubunye_dagster import dagster_internals as internals
 from ubunye_dagster.adoption import DEFAULT_IO_MANAGER_KEY, ReceiptSettings, stored_by_default
@@ -48,20 +50,47 @@ def other_definitions(context: dg.ComponentLoadContext) -> dg.Definitions:
 
 
 def _strict_model(component: type[Any], derived: type[BaseModel]) -> type[BaseModel]:
-    """The component's YAML model, refusing an unknown attribute with the closest valid name."""
+    """The component's YAML model: unknown attributes refused (``additionalProperties: false`` in
+    its JSON schema, so ``dg check yaml`` names one; when loading, with the closest valid name),
+    each choice (a ``Literal`` or ``Enum`` field) its values only, so ``dg check yaml`` lists
+    them, and each optional settings object checked field by field. Dagster's derived model lets
+    every field also be a string, for ``{{ }}`` templates: these are written out instead."""
 
     class Attributes(derived):  # type: ignore[misc, valid-type]
-        # The validator below refuses an unknown attribute with the closest name; forbidding
-        # extras in the schema would refuse it first, without naming one (`dg check yaml`).
-        model_config = ConfigDict(extra="allow")
+        model_config = ConfigDict(extra="forbid")
 
         @model_validator(mode="before")
         @classmethod
         def _known_fields_only(cls, data: Any) -> Any:
             return refuse_unknown_fields(component, data)
 
-    Attributes.__name__ = derived.__name__
-    return Attributes
+    strict = {
+        name: (annotation, derived.model_fields[name])
+        for name, field in component.model_fields.items()
+        if name in derived.model_fields and (annotation := _strict_annotation(field))
+    }
+    return create_model(derived.__name__, __base__=Attributes, **strict)
+
+
+def _strict_annotation(field: FieldInfo) -> Any:
+    """A choice's type as it is; an optional settings model with one schema for the object or
+    null (an ``anyOf`` of them would make ``dg check yaml`` say only that neither matched); else
+    None (the derived field stays)."""
+    annotation = field.annotation
+    if get_origin(annotation) is Literal:
+        return annotation
+    if isinstance(annotation, type) and issubclass(annotation, Enum):
+        return annotation
+    members = [arg for arg in get_args(annotation) if arg is not type(None)]
+    if len(members) == 1 and len(get_args(annotation)) == 2:
+        [model] = members
+        if isinstance(model, type) and issubclass(model, BaseModel):
+            schema = model.model_json_schema()
+            if "$defs" not in schema:  # a self-contained schema can stand in for the union
+                schema["type"] = ["object", "null"]
+                schema["description"] = field.description or schema.get("description")
+                return Annotated[annotation, WithJsonSchema(schema)]
+    return None
 
 
 class UbunyeReceipts(dg.Component, dg.Resolvable, ReceiptSettings):
@@ -73,7 +102,7 @@ class UbunyeReceipts(dg.Component, dg.Resolvable, ReceiptSettings):
     def model(cls) -> type[BaseModel]:
         derived = super().model()
         cached = cls.__dict__.get("_strict_attributes")
-        if cached is None or cached.__base__ is not derived:
+        if cached is None or not issubclass(cached, derived):
             cached = _strict_model(cls, derived)
             cls._strict_attributes = cached  # type: ignore[attr-defined]
         return cached

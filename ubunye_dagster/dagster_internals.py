@@ -8,6 +8,7 @@ What a read gives back is plain (a :class:`~ubunye_dagster.records.Subject`, key
 from __future__ import annotations
 
 import inspect
+import warnings
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -392,13 +393,17 @@ def step_resource(context: dg.InputContext | dg.OutputContext, resource_key: str
 
 
 def report_check_evaluations(
-    step_context: StepExecutionContext, evaluations: list[dg.AssetCheckEvaluation]
+    step_context: StepExecutionContext,
+    evaluations: list[dg.AssetCheckEvaluation],
+    output_context: dg.OutputContext | None = None,
 ) -> int:
     """Log check evaluations from inside the step (an IO manager cannot yield them), each only
     when its check is declared in the step's job; returns how many were logged.
 
     ``DagsterEvent.asset_check_evaluation`` stores the event as it is built, so it is kept even
-    when the step then fails.
+    when the step then fails. Given the output's context, the events also join the step's own
+    event stream (as ``OutputContext.log_event`` does for materialisations), so an in-process
+    result lists them.
     """
     from dagster._core.events import DagsterEvent
 
@@ -406,9 +411,72 @@ def report_check_evaluations(
     logged = 0
     for evaluation in evaluations:
         if evaluation.asset_check_key in declared:
-            DagsterEvent.asset_check_evaluation(step_context, evaluation)
+            event = DagsterEvent.asset_check_evaluation(step_context, evaluation)
+            if output_context is not None:
+                output_context._events.append(event)
             logged += 1
     return logged
+
+
+def check_spec_in_job(
+    step_context: StepExecutionContext, check_key: dg.AssetCheckKey
+) -> dg.AssetCheckSpec | None:
+    """The spec of a check declared in the step's job, or None when the job has no such check."""
+    asset_graph = step_context.job_def.asset_layer.asset_graph
+    if check_key not in asset_graph.asset_check_keys:
+        return None
+    return asset_graph.get_check_spec(check_key)
+
+
+def _checks_in_run_events(
+    instance: dg.DagsterInstance, dagster_run_id: str, event_type: dg.DagsterEventType
+) -> set[dg.AssetCheckKey]:
+    found: set[dg.AssetCheckKey] = set()
+    for entry in instance.all_logs(dagster_run_id, of_type=event_type):
+        data = entry.dagster_event.event_specific_data if entry.dagster_event else None
+        if data is not None:
+            found.add(dg.AssetCheckKey(data.asset_key, data.check_name))
+    return found
+
+
+def checks_planned_in_run(
+    instance: dg.DagsterInstance, dagster_run_id: str
+) -> set[dg.AssetCheckKey]:
+    """The checks the run was launched to evaluate (its ``ASSET_CHECK_EVALUATION_PLANNED``
+    events, stored when the run is created)."""
+    planned = dg.DagsterEventType.ASSET_CHECK_EVALUATION_PLANNED
+    return _checks_in_run_events(instance, dagster_run_id, planned)
+
+
+def checks_evaluated_in_run(
+    instance: dg.DagsterInstance, dagster_run_id: str
+) -> set[dg.AssetCheckKey]:
+    """The checks the run has an evaluation of so far."""
+    evaluated = dg.DagsterEventType.ASSET_CHECK_EVALUATION
+    return _checks_in_run_events(instance, dagster_run_id, evaluated)
+
+
+class _ChecksKeptAsChecks(dg.AssetChecksDefinition):
+    """Asset checks that stay check definitions when Dagster rebuilds them.
+
+    Dagster rebuilds a definition through ``dagster_internal_init`` (``with_attributes``, as
+    when a component's ``defs.yaml`` metadata is added), which returns a plain
+    ``AssetsDefinition`` even for checks; its repository then turns those back into check
+    definitions passing ``execution_type``, a BetaWarning on every load about a parameter no one
+    set. Rebuilt as this class, nothing is converted and nothing warns.
+    """
+
+    @staticmethod
+    def dagster_internal_init(**attributes: Any) -> _ChecksKeptAsChecks:
+        # Dagster's own dagster_internal_init passes the same beta parameter the same way.
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", category=dg.BetaWarning)
+            return _ChecksKeptAsChecks(**attributes)
+
+
+def kept_as_checks(checks: dg.AssetChecksDefinition) -> dg.AssetChecksDefinition:
+    """``checks`` as a definition that every Dagster rebuild keeps a check definition."""
+    return _ChecksKeptAsChecks.dagster_internal_init(**checks.get_attributes_dict())
 
 
 def definitions_with_assets(defs: dg.Definitions, assets: list[Any]) -> dg.Definitions:

@@ -22,6 +22,7 @@ from typing import Any
 
 import dagster as dg
 
+from ubunye_dagster import dagster_internals as internals
 from ubunye_dagster import metadata as metadata_keys
 from ubunye_dagster.expectations import ExpectationError, Rule, parse_rules
 
@@ -125,7 +126,7 @@ def _checks_of_one_asset(
         for check_key in sorted(context.selected_asset_check_keys, key=lambda k: k.name):
             yield _result(check_key, severities[check_key], by_rule.get(check_key.name), run_id)
 
-    return _expectations
+    return internals.kept_as_checks(_expectations)
 
 
 def build_expectation_checks(

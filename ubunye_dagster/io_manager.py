@@ -53,6 +53,7 @@ from ubunye_dagster.handlers.delta import DeltaHandler, delta_handlers, delta_wr
 from ubunye_dagster.metadata import EXPECTATIONS, output_metadata
 from ubunye_dagster.recorded import RecordedOutput, latest_materialisation, receipt_of, stored_at
 from ubunye_dagster.records import OpenRecord, close_record
+from ubunye_dagster.reproducibility import report_reproducibility
 from ubunye_dagster.resource import UbunyeResource
 from ubunye_dagster.session import (
     LoadedInput,
@@ -224,8 +225,9 @@ class UbunyeIOManager(dg.ConfigurableIOManager):
     # --- write -----------------------------------------------------------------------------
 
     def handle_output(self, context: dg.OutputContext, obj: Any) -> None:
-        """Stage, hash, check, then atomically write ``obj``, and save the asset's record (an
-        ``error`` record, and a failed step, when any of it fails, ``None`` included)."""
+        """Stage, hash, check, then atomically write ``obj``, save the asset's record (an
+        ``error`` record, and a failed step, when any of it fails, ``None`` included) and give
+        its ``ubunye_reproducible`` verdict when the run evaluates that check."""
         session = open_session(context.step_context)
         with session.lock:
             transform = session.transform_timing(context.op_def.name)
@@ -244,6 +246,8 @@ class UbunyeIOManager(dg.ConfigurableIOManager):
             record_path, keys = target.record_success(session, write, transform)
         write.log_broken_warnings(context)
         self._add_metadata(context, target, write, record_path, keys)
+        if context.has_asset_key:
+            report_reproducibility(context, target.partition_key)
 
     def _target(self, context: dg.OutputContext, session: StepSession) -> _Target:
         """Where the output goes and the record it completes."""

@@ -21,6 +21,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from ubunye_core.diff.report import drift_rows
 from ubunye_core.records import drift
+from ubunye_dagster import dagster_internals as internals
 from ubunye_dagster import metadata as metadata_keys
 from ubunye_dagster.dagster_internals import (
     CODE_VERSION_TAG,
@@ -45,6 +46,10 @@ DRIFT_TAG = "ubunye/drift"
 ALERT_ASSET_TAG = "ubunye/drift_asset"
 ALERT_RUN_TAG = "ubunye/drift_run_id"
 ALERT_PARTITION_TAG = "ubunye/drift_partition"
+
+#: Metadata of the check's spec: how it judges (flag reasons, strict sources, the lineage store,
+#: a declared deterministic asset), read again where the asset's own step judges it.
+CHECK_SETTINGS = "ubunye/check_settings"
 
 #: The skip message of a tick that found no new materialisation.
 NOTHING_NEW = "no new materialisations"
@@ -121,7 +126,8 @@ class Finding(BaseModel):
 
     asset_key: dg.AssetKey
     partition: str | None
-    storage_id: int
+    #: None for a materialisation judged in its own step, before the event log stored it.
+    storage_id: int | None
     run_id: str
     timestamp: float
     receipt: drift.DriftEvidence
@@ -253,7 +259,9 @@ def check_evaluation_for(
         severity=SEVERITY_BY_REASON[judgement.reason] if flagged else dg.AssetCheckSeverity.WARN,
         description=_describe(finding, flag_reasons),
         metadata=_evaluation_metadata(finding, flagged, tuple(flag_reasons)),
-        target_materialization_data=AssetCheckEvaluationTargetMaterializationData(
+        target_materialization_data=None
+        if finding.storage_id is None
+        else AssetCheckEvaluationTargetMaterializationData(
             storage_id=finding.storage_id, run_id=finding.run_id, timestamp=finding.timestamp
         ),
     )
@@ -453,10 +461,12 @@ def build_reproducibility_checks(
     strict_sources: bool = False,
     use_lineage_store: bool = True,
 ) -> list[dg.AssetChecksDefinition]:
-    """Declare the `ubunye_reproducible` check on each asset, so the UI shows the sensor's results.
+    """Declare the `ubunye_reproducible` check on each asset, so the UI shows its verdicts.
 
-    The drift sensor reports the evaluations. Executed by hand (or in a run), the check judges
-    the asset's latest materialisation the same way.
+    An asset stored through the Ubunye IO manager gets its verdict in its own step, as its
+    receipt is written; the check's step judges, in a run, only the selected assets that no
+    step judged, and executed by hand the asset's latest materialisation. The drift sensor
+    reports the same verdicts for every materialisation.
     """
     assets = list(assets)
     validate_declared_expectations(assets)
@@ -472,8 +482,9 @@ def build_reproducibility_checks(
             asset=key,
             description=(
                 "Reproducible: the data does not change unless the code, the environment or an "
-                "input did (reported by the Ubunye drift sensor)."
+                "input did (judged as the Ubunye drift sensor judges)."
             ),
+            metadata={CHECK_SETTINGS: _settings_of_one_asset(settings, key)},
         )
         for key in watched_asset_keys(assets)
     ]
@@ -481,12 +492,40 @@ def build_reproducibility_checks(
     @dg.multi_asset_check(specs=specs, name=name, can_subset=True)
     def _reproducibility(context) -> Iterator[dg.AssetCheckResult]:
         # No annotation on context: Dagster refuses the postponed (string) annotation.
+        run_id = context.op_execution_context.run_id
+        judged = internals.checks_evaluated_in_run(context.instance, run_id)
         for check_key in sorted(
-            context.selected_asset_check_keys, key=lambda k: k.asset_key.to_user_string()
+            set(context.selected_asset_check_keys) - judged,
+            key=lambda k: k.asset_key.to_user_string(),
         ):
             yield _judge_latest(context.instance, check_key.asset_key, settings)
 
-    return [_reproducibility]
+    return [internals.kept_as_checks(_reproducibility)]
+
+
+def _settings_of_one_asset(settings: DriftSettings, key: dg.AssetKey) -> dict[str, Any]:
+    return {
+        "flag_reasons": list(settings.flag_reasons),
+        "strict_sources": settings.strict_sources,
+        "use_lineage_store": settings.use_lineage_store,
+        "deterministic": key.to_user_string() in settings.deterministic_keys,
+    }
+
+
+def check_settings_of(spec: dg.AssetCheckSpec) -> DriftSettings | None:
+    """How a `ubunye_reproducible` check declared by `build_reproducibility_checks` judges its
+    asset (from the spec's metadata); None for a check declared otherwise."""
+    value = (spec.metadata or {}).get(CHECK_SETTINGS)
+    found = getattr(value, "value", value)
+    if spec.key.name != CHECK_NAME or not isinstance(found, Mapping):
+        return None
+    key = spec.asset_key.to_user_string()
+    return DriftSettings(
+        flag_reasons=found["flag_reasons"],
+        strict_sources=found["strict_sources"],
+        use_lineage_store=found["use_lineage_store"],
+        deterministic_keys=frozenset({key}) if found["deterministic"] else frozenset(),
+    )
 
 
 # --- event log -----------------------------------------------------------------------------
@@ -578,18 +617,70 @@ def _judge_record(
         previous, previous_receipt = remembered
     else:
         previous = _previous_record(instance, key, partition, record.storage_id)
-        previous_receipt = (
-            _receipt(_metadata_values(previous), _tags(previous), settings, records_cache, notes)
-            if previous is not None
-            else None
-        )
+        previous_receipt = _previous_receipt(previous, settings, records_cache, notes)
     latest[(key, partition)] = (record, receipt)
+    return _finding(
+        key,
+        partition,
+        (record.storage_id, record.run_id, record.timestamp),
+        receipt,
+        previous,
+        previous_receipt,
+        settings,
+        notes,
+    )
+
+
+def judge_before_storage(
+    instance: dg.DagsterInstance,
+    key: dg.AssetKey,
+    partition: str | None,
+    receipt: drift.DriftEvidence,
+    settings: DriftSettings,
+    run_id: str,
+) -> Finding:
+    """A materialisation its step is about to store (``receipt``: what its metadata and tags will
+    say) judged as the sensor will judge it once stored: against the newest stored materialisation
+    of the same asset and partition, which is then its predecessor."""
+    notes: list[str] = []
+    records_cache: dict[str, Mapping[str, Any] | None] = {}
+    receipt = _filled_receipt(receipt, settings, records_cache, notes)
+    previous = _previous_record(instance, key, partition, None)
+    previous_receipt = _previous_receipt(previous, settings, records_cache, notes)
+    where = (None, run_id, time.time())
+    return _finding(key, partition, where, receipt, previous, previous_receipt, settings, notes)
+
+
+def _previous_receipt(
+    previous: dg.EventLogRecord | None,
+    settings: DriftSettings,
+    records_cache: dict[str, Mapping[str, Any] | None],
+    notes: list[str],
+) -> drift.DriftEvidence | None:
+    if previous is None:
+        return None
+    return _receipt(_metadata_values(previous), _tags(previous), settings, records_cache, notes)
+
+
+def _finding(
+    key: dg.AssetKey,
+    partition: str | None,
+    where: tuple[int | None, str, float],
+    receipt: drift.DriftEvidence,
+    previous: dg.EventLogRecord | None,
+    previous_receipt: drift.DriftEvidence | None,
+    settings: DriftSettings,
+    notes: list[str],
+) -> Finding:
+    """The finding of ``receipt`` (stored at ``where``: storage id, run id, timestamp) judged
+    against its predecessor."""
+    storage_id, run_id, timestamp = where
     return Finding(
         asset_key=key,
         partition=partition,
-        storage_id=record.storage_id,
-        run_id=record.run_id,
-        timestamp=record.timestamp,
+        storage_id=storage_id,
+        run_id=run_id,
+        timestamp=timestamp,
         receipt=receipt,
         previous_storage_id=previous.storage_id if previous is not None else None,
         previous_run_id=previous.run_id if previous is not None else None,
@@ -656,7 +747,15 @@ def _receipt(
     notes: list[str],
 ) -> drift.DriftEvidence:
     """The receipt from metadata and tags; the run record fills only what the metadata lacks."""
-    receipt = evidence_from_metadata(values, tags)
+    return _filled_receipt(evidence_from_metadata(values, tags), settings, records_cache, notes)
+
+
+def _filled_receipt(
+    receipt: drift.DriftEvidence,
+    settings: DriftSettings,
+    records_cache: dict[str, Mapping[str, Any] | None],
+    notes: list[str],
+) -> drift.DriftEvidence:
     if not (settings.use_lineage_store and receipt.lacks_evidence and receipt.record_path):
         return receipt
     path = receipt.record_path

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Mapping
 from enum import Enum
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, field_validator
 
@@ -25,6 +25,8 @@ INPUTS_UNKNOWN = "inputs unknown"
 DRIFT_REASONS: tuple[str, ...] = (SAME_INPUTS, INPUTS_UNKNOWN, INPUTS_CHANGED)
 #: What flags when nothing is configured: `inputs changed` passes, naming the inputs.
 DEFAULT_FLAG_REASONS: tuple[str, ...] = (SAME_INPUTS, INPUTS_UNKNOWN)
+#: A drift reason as a settings field's type, so a schema lists the values (`DRIFT_REASONS`).
+FlagReason = Literal["same inputs", "inputs unknown", "inputs changed"]
 #: The explanation of an asset that reads no asset at all (ingestion from an API, a database, ...).
 SOURCE_EXPLANATION = "source: reads no asset"
 #: Data versions Dagster writes for an upstream it knows nothing about (never observed).

@@ -1,0 +1,90 @@
+"""The ``ubunye_reproducible`` verdict given in the asset's own step, as its receipt is written.
+
+``build_reproducibility_checks`` declares the check of many assets in one step, and Dagster runs
+a step only when every step it waits for succeeded: a verdict given only there would be lost to
+every asset of the run as soon as one of them failed. So the IO manager judges each
+materialisation where it writes the receipt, with the check's own settings (kept in its spec's
+metadata) and the drift sensor's judgement, and logs the evaluation in that step, before the step
+ends: no process of its own, no wait for other assets. The check's step then judges only what no
+asset step did (assets whose receipts came another way, or the check run by hand).
+"""
+
+from __future__ import annotations
+
+import threading
+
+import dagster as dg
+
+from ubunye_core.records import drift
+from ubunye_dagster import dagster_internals as internals
+from ubunye_dagster.sensor import (
+    CHECK_NAME,
+    check_evaluation_for,
+    check_settings_of,
+    evidence_from_metadata,
+    judge_before_storage,
+)
+
+#: The planned checks of this process's latest runs, by run id (a run's steps run in one process
+#: in-process, each in its own under the multiprocess executor).
+_PLANNED_BY_RUN: dict[str, frozenset[dg.AssetCheckKey]] = {}
+_PLANNED_LOCK = threading.Lock()
+_RUNS_REMEMBERED = 16
+
+
+def report_reproducibility(context: dg.OutputContext, partition_key: str | None) -> bool:
+    """Judge the materialisation the output is about to make, once its metadata is complete, and
+    log the ``ubunye_reproducible`` evaluation in its step when the run evaluates that check.
+    Returns whether it was logged; a verdict that cannot be given is left to the check's step,
+    and never fails the write."""
+    try:
+        return _report(context, partition_key)
+    except Exception as error:
+        context.log.warning(
+            f"{context.asset_key.to_user_string()}: no {CHECK_NAME} verdict in this step "
+            f"({type(error).__name__}: {error}); the check's step gives it"
+        )
+        return False
+
+
+def _report(context: dg.OutputContext, partition_key: str | None) -> bool:
+    step_context = context.step_context
+    check_key = dg.AssetCheckKey(context.asset_key, CHECK_NAME)
+    spec = internals.check_spec_in_job(step_context, check_key)
+    settings = check_settings_of(spec) if spec is not None else None
+    instance = internals.instance_of(step_context)
+    if settings is None or instance is None:
+        return False
+    run_id, _ = internals.run_and_step_of(step_context)
+    if check_key not in _planned_checks(instance, run_id):
+        return False
+    finding = judge_before_storage(
+        instance, context.asset_key, partition_key, _receipt(context), settings, run_id
+    )
+    evaluation = check_evaluation_for(finding, settings.flag_reasons)
+    return internals.report_check_evaluations(step_context, [evaluation], context) == 1
+
+
+def _planned_checks(instance: dg.DagsterInstance, run_id: str) -> frozenset[dg.AssetCheckKey]:
+    """The checks the run planned (fixed when it was created): read once per run and process,
+    not once per output."""
+    with _PLANNED_LOCK:
+        found = _PLANNED_BY_RUN.get(run_id)
+    if found is None:
+        found = frozenset(internals.checks_planned_in_run(instance, run_id))
+        with _PLANNED_LOCK:
+            if len(_PLANNED_BY_RUN) >= _RUNS_REMEMBERED:
+                _PLANNED_BY_RUN.pop(next(iter(_PLANNED_BY_RUN)))
+            _PLANNED_BY_RUN[run_id] = found
+    return found
+
+
+def _receipt(context: dg.OutputContext) -> drift.DriftEvidence:
+    """The receipt the materialisation will carry: its metadata (the output's, then what the IO
+    manager added) and the upstream data versions Dagster will tag it with."""
+    metadata = {**context.output_metadata, **context.get_logged_metadata()}
+    values = {name: getattr(value, "value", value) for name, value in metadata.items()}
+    versions = internals.upstream_data_versions(context.step_context, context.asset_key)
+    return evidence_from_metadata(values).model_copy(
+        update={"upstream_versions": drift.upstream_versions_from(versions)}
+    )
