@@ -199,7 +199,7 @@ def test_on_drift_receives_each_flagged_verdict_with_both_records_and_digests(in
         json.loads(Path(p).read_text()) for p in (verdict.previous_record_path, verdict.record_path)
     ]
     assert [record["run_id"] for record in records] == [first, second]
-    assert verdict.storage_id == meta(judged, "ubunye/storage_id")
+    assert str(verdict.storage_id) == meta(judged, "ubunye/storage_id")
 
 
 def test_on_drift_is_not_called_again_for_a_flag_a_later_tick_passes_over(instance):
