@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 import pytest
-
-from tests.postgres_cluster import postgres_available, postgres_cluster
+from postgres_cluster import postgres_available, postgres_cluster
 
 pytestmark = pytest.mark.skipif(
     not postgres_available(), reason="no PostgreSQL server binaries (Debian `postgresql`)"

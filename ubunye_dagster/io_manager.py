@@ -21,6 +21,7 @@ from typing import Any, Literal
 import dagster as dg
 from pydantic import Field, PrivateAttr, model_validator
 
+from ubunye_core.locations import StoreAccess
 from ubunye_core.records.model import StepRecord
 from ubunye_core.records.sketches import combined_input_step
 from ubunye_core.store import encode_name
@@ -188,6 +189,10 @@ class UbunyeIOManager(dg.ConfigurableIOManager):
             parts[-1] += EXTENSION
         return self.base().joinpath(*parts)
 
+    def _access(self) -> StoreAccess:
+        """How records are read back: the record store's options (the data's when it has none)."""
+        return StoreAccess(storage_options=self.resource.storage_options or self.storage_options)
+
     def _stored_path(self, location: str) -> Any:
         """A location an external writer stated, as a UPath with this IO manager's options."""
         from upath import UPath
@@ -247,7 +252,7 @@ class UbunyeIOManager(dg.ConfigurableIOManager):
         write.log_broken_warnings(context)
         self._add_metadata(context, target, write, record_path, keys)
         if context.has_asset_key:
-            report_reproducibility(context, target.partition_key)
+            report_reproducibility(context, target.partition_key, self._access())
 
     def _target(self, context: dg.OutputContext, session: StepSession) -> _Target:
         """Where the output goes and the record it completes."""
@@ -415,7 +420,7 @@ class UbunyeIOManager(dg.ConfigurableIOManager):
     ) -> Any:
         resource = self.resource
         latest = latest_materialisation(context, asset_key, partition_key)
-        recorded = receipt_of(latest, asset_key) if resource.hash_inputs else None
+        recorded = receipt_of(latest, asset_key, self._access()) if resource.hash_inputs else None
         written_at = stored_at(latest)
         if written_at is not None:  # written outside this IO manager, where its receipt says
             path = table_path = self._stored_path(written_at)

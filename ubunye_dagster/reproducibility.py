@@ -15,6 +15,7 @@ import threading
 
 import dagster as dg
 
+from ubunye_core.locations import StoreAccess
 from ubunye_core.records import drift
 from ubunye_dagster import dagster_internals as internals
 from ubunye_dagster.sensor import (
@@ -32,13 +33,16 @@ _PLANNED_LOCK = threading.Lock()
 _RUNS_REMEMBERED = 16
 
 
-def report_reproducibility(context: dg.OutputContext, partition_key: str | None) -> bool:
+def report_reproducibility(
+    context: dg.OutputContext, partition_key: str | None, access: StoreAccess | None = None
+) -> bool:
     """Judge the materialisation the output is about to make, once its metadata is complete, and
-    log the ``ubunye_reproducible`` evaluation in its step when the run evaluates that check.
-    Returns whether it was logged; a verdict that cannot be given is left to the check's step,
-    and never fails the write."""
+    log the ``ubunye_reproducible`` evaluation in its step when the run evaluates that check
+    (records read through ``access``, the IO manager's store options). Returns whether it was
+    logged; a verdict that cannot be given is left to the check's step, and never fails the
+    write."""
     try:
-        return _report(context, partition_key)
+        return _report(context, partition_key, access or StoreAccess())
     except Exception as error:
         context.log.warning(
             f"{context.asset_key.to_user_string()}: no {CHECK_NAME} verdict in this step "
@@ -47,7 +51,7 @@ def report_reproducibility(context: dg.OutputContext, partition_key: str | None)
         return False
 
 
-def _report(context: dg.OutputContext, partition_key: str | None) -> bool:
+def _report(context: dg.OutputContext, partition_key: str | None, access: StoreAccess) -> bool:
     step_context = context.step_context
     check_key = dg.AssetCheckKey(context.asset_key, CHECK_NAME)
     spec = internals.check_spec_in_job(step_context, check_key)
@@ -55,13 +59,15 @@ def _report(context: dg.OutputContext, partition_key: str | None) -> bool:
     instance = internals.instance_of(step_context)
     if settings is None or instance is None:
         return False
+    # The spec's metadata is shown in the UI, so the store's options come from the IO manager.
+    settings = settings.model_copy(update={"access": access})
     run_id, _ = internals.run_and_step_of(step_context)
     if check_key not in _planned_checks(instance, run_id):
         return False
     finding = judge_before_storage(
         instance, context.asset_key, partition_key, _receipt(context), settings, run_id
     )
-    evaluation = check_evaluation_for(finding, settings.flag_reasons)
+    evaluation = check_evaluation_for(finding, settings.flag_reasons, access)
     return internals.report_check_evaluations(step_context, [evaluation], context) == 1
 
 

@@ -39,6 +39,7 @@ from ubunye_core.cli.render import (
     write_search_lines,
 )
 from ubunye_core.diff.report import ReportError, output_step
+from ubunye_core.locations import STORAGE_OPTIONS_ENV, StoreAccess, storage_options_from_json
 from ubunye_core.materialisations.staging import (
     DEFAULT_STALE_AFTER,
     dead_staging_entries,
@@ -98,16 +99,22 @@ def _existing_folder(path: UPath, what: str) -> UPath:
 
 
 def _open_store(
-    usecase_dir: str, lineage_dir: str, *, use_index: bool = True, as_json: bool = False
+    usecase_dir: str,
+    lineage_dir: str,
+    *,
+    use_index: bool = True,
+    as_json: bool = False,
+    access: StoreAccess | None = None,
 ) -> LineageStore:
-    """The store at ``--lineage-dir`` (a URL, an absolute path, or a path under ``-d``), with a
-    progress bar on a terminal for long index work (never with --json). The folder named must
-    exist: ``--lineage-dir`` when it is a URL or absolute, else ``-d`` (whose records folder
-    may not be made yet)."""
+    """The store at ``--lineage-dir`` (a URL, an absolute path, or a path under ``-d``, opened
+    with ``--storage-options``), with a progress bar on a terminal for long index work (never
+    with --json). The folder named must exist: ``--lineage-dir`` when it is a URL or absolute,
+    else ``-d`` (whose records folder may not be made yet)."""
+    access = access or StoreAccess()
     if "://" in lineage_dir or os.path.isabs(lineage_dir):
-        root = _existing_folder(UPath(lineage_dir), "the lineage folder")
+        root = _existing_folder(access.path(lineage_dir), "the lineage folder")
     else:
-        root = _existing_folder(UPath(usecase_dir), "the use case folder") / lineage_dir
+        root = _existing_folder(access.path(usecase_dir), "the use case folder") / lineage_dir
     progress = None if as_json or not sys.stderr.isatty() else TerminalProgress()
     return LineageStore(root, use_index=use_index, progress=progress)
 
@@ -188,13 +195,18 @@ class Selection:
     task: str | None
     asset: str | None
     as_json: bool
+    access: StoreAccess
 
     @functools.cached_property
     def store(self) -> LineageStore:
         """The store, opened when first asked for (a CliError when its folder is missing), so
         a command reports that as it reports its other failures."""
         return _open_store(
-            self.usecase_dir, self.lineage_dir, use_index=self.use_index, as_json=self.as_json
+            self.usecase_dir,
+            self.lineage_dir,
+            use_index=self.use_index,
+            as_json=self.as_json,
+            access=self.access,
         )
 
     def task_path(self) -> str:
@@ -215,6 +227,23 @@ class Selection:
             make_console().print(human)
 
 
+def _json_object(_ctx: click.Context, param: click.Parameter, value: str | None) -> dict[str, Any]:
+    """``value`` read as a JSON object; else the usage error saying why it is not one."""
+    try:
+        return storage_options_from_json(value, f"--{param.name.replace('_', '-')}")
+    except ValueError as exc:
+        raise click.BadParameter(f"{exc}.") from exc
+
+
+_storage_options_option = click.option(
+    "--storage-options",
+    default=None,
+    envvar=STORAGE_OPTIONS_ENV,
+    callback=_json_object,
+    help="fsspec options of the store as JSON, e.g. "
+    '\'{"client_kwargs": {"endpoint_url": "..."}}\' (default: $' + STORAGE_OPTIONS_ENV + ").",
+)
+
 _STORE_OPTIONS = [
     click.option("-d", "--usecase-dir", default=".", show_default=True, help="Use case folder."),
     click.option(
@@ -224,6 +253,7 @@ _STORE_OPTIONS = [
         help="Records folder, under -d unless absolute or a URL (s3://..., memory://...).",
     ),
     click.option("--json", "as_json", is_flag=True, help="Print one JSON document."),
+    _storage_options_option,
 ]
 
 _SELECTION_OPTIONS = [
@@ -258,10 +288,12 @@ def _selected(func: Callable[..., Any]) -> Callable[..., Any]:
         package: str | None,
         task: str | None,
         asset: str | None,
+        storage_options: dict[str, Any],
         **options: Any,
     ) -> Any:
+        access = StoreAccess(storage_options=storage_options)
         selection = Selection(
-            usecase_dir, lineage_dir, not no_index, usecase, package, task, asset, as_json
+            usecase_dir, lineage_dir, not no_index, usecase, package, task, asset, as_json, access
         )
         return func(selection, **options)
 
@@ -477,13 +509,16 @@ def _with_store_options(func: Callable[..., Any]) -> Callable[..., Any]:
 @lineage.command("reindex")
 @_with_store_options
 @click.option("--full", is_flag=True, help="Delete the index and build it from every record.")
-def reindex_command(usecase_dir: str, lineage_dir: str, as_json: bool, full: bool) -> None:
+def reindex_command(
+    usecase_dir: str, lineage_dir: str, as_json: bool, storage_options: dict[str, Any], full: bool
+) -> None:
     """Bring the lineage index up to date with the record files.
 
     With --full the index is deleted and built anew. Reports the records read and the
     unreadable files skipped.
     """
-    store = _open_store(usecase_dir, lineage_dir, as_json=as_json)
+    access = StoreAccess(storage_options=storage_options)
+    store = _open_store(usecase_dir, lineage_dir, as_json=as_json, access=access)
     report = store.reindex(full=full)
     for _, reason in report.unreadable:
         warnings.warn(
@@ -535,7 +570,9 @@ def diff_command(
             pair = earlier_first(a, b)
             before, after = (recorded_version(r, output_step(r, output)) for r in pair)
         columns = [name.strip() for name in key.split(",") if name.strip()] if key else None
-        report = diff_versions(before, after, key=columns)
+        report = diff_versions(
+            before, after, key=columns, storage_options=selection.access.storage_options
+        )
     except (CliError, ReportError, LineageStoreError, ValueError, OSError) as exc:
         raise DiffTrouble(str(exc)) from exc
     selection.print(report.to_dict(limit), "\n".join(report.lines(limit)))
@@ -598,17 +635,6 @@ def _two_runs(
     return latest_pair(selection.store, task_path)
 
 
-def _json_object(_ctx: click.Context, _param: click.Parameter, value: str) -> dict[str, Any]:
-    """``value`` read as a JSON object; else the usage error saying why it is not one."""
-    try:
-        options = json.loads(value)
-    except json.JSONDecodeError as exc:
-        raise click.BadParameter(f"{value!r} is not JSON: {exc}.") from exc
-    if not isinstance(options, dict):
-        raise click.BadParameter(f"{value!r} is not a JSON object ({{...}}).")
-    return options
-
-
 @cli.command("clean")
 @click.argument("base_path")
 @click.option(
@@ -620,12 +646,7 @@ def _json_object(_ctx: click.Context, _param: click.Parameter, value: str) -> di
     help="Hours after which another host's staging entry counts as left by a dead writer.",
 )
 @click.option("--dry-run", is_flag=True, help="List what would be removed; remove nothing.")
-@click.option(
-    "--storage-options",
-    default="{}",
-    callback=_json_object,
-    help='fsspec options as JSON, e.g. \'{"client_kwargs": {"endpoint_url": "..."}}\'.',
-)
+@_storage_options_option
 def clean_command(
     base_path: str, older_than_hours: float, dry_run: bool, storage_options: dict[str, Any]
 ) -> None:

@@ -290,13 +290,17 @@ def asset_digest(parts: Iterable[PartitionDigest]) -> Fingerprint:
 
 
 def drift_rows(
-    previous: Mapping[str, Any], current: Mapping[str, Any], *, sample: int = 5
+    previous: Mapping[str, Any],
+    current: Mapping[str, Any],
+    *,
+    sample: int = 5,
+    storage_options: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """For a run whose rows drifted: per output, how many rows changed at most (from the two
     sketches) and, when both versions are still stored, up to ``sample`` rows removed and added.
 
     ``previous`` and ``current`` are run records as plain JSON; outputs without sketches on
-    both sides are left out.
+    both sides are left out. ``storage_options`` open the stored versions on an object store.
     """
     before_record, after_record = (
         RunRecord.model_validate(previous),
@@ -313,7 +317,7 @@ def drift_rows(
         )
         if before.sketch is None or after.sketch is None:
             continue
-        report = diff_versions(before, after)
+        report = diff_versions(before, after, storage_options=storage_options)
         removed, added = report.most_changed()
         entry: dict[str, Any] = {
             "buckets_differing": len(report.buckets),
