@@ -49,7 +49,6 @@ from ubunye_core.records.drift import (
     DEFAULT_FLAG_REASONS,
     DRIFT_REASONS,
     judge_records,
-    partition_of,
 )
 from ubunye_core.records.model import RUN_STATUSES, RunRecord
 from ubunye_core.store import (
@@ -348,7 +347,7 @@ def latest_pair(store: LineageStore, task_path: str) -> tuple[RunRecord, RunReco
     newest = next(runs, None)
     if newest is None:
         raise CliError(f"compare needs two runs; {task_path} has none in {store.root}")
-    partition = partition_of(newest.to_dict())
+    partition = newest.partition_key
     # Lazy: reading stops at the first older run of the same partition.
     for record in runs:
         return record, newest
@@ -408,7 +407,7 @@ def compare_command(
         a, b = latest_pair(store, task_path)
     comparison = compare(a, b)
     previous, current = earlier_first(a, b)
-    judgements = judge_records(previous.to_dict(), current.to_dict(), strict_sources=strict_sources)
+    judgements = judge_records(previous, current, strict_sources=strict_sources)
     flags = flag_reasons or DEFAULT_FLAG_REASONS
     if selection.as_json:
         document = comparison.to_dict()
