@@ -18,7 +18,6 @@ import sys
 import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from datetime import datetime, timezone
 from typing import Any
 
 import click
@@ -44,6 +43,7 @@ from ubunye_core.materialisations.staging import (
     dead_staging_entries,
     remove_dead_staging,
 )
+from ubunye_core.paths import is_local
 from ubunye_core.records.compare import compare
 from ubunye_core.records.drift import (
     DEFAULT_FLAG_REASONS,
@@ -51,6 +51,7 @@ from ubunye_core.records.drift import (
     judge_records,
 )
 from ubunye_core.records.model import RUN_STATUSES, RunRecord
+from ubunye_core.records.times import instant
 from ubunye_core.store import (
     LINEAGE_SUBDIR,
     LineageStore,
@@ -58,7 +59,6 @@ from ubunye_core.store import (
     UnreadableRecordWarning,
     task_name_for_key,
 )
-from ubunye_core.store.listing import instant
 from ubunye_core.wording import counted
 
 DEFAULT_LINEAGE_DIR = "/".join(LINEAGE_SUBDIR)
@@ -157,18 +157,10 @@ def _latest(store: LineageStore, task_path: str, run_id: str | None) -> RunRecor
     return record
 
 
-def _started(record: RunRecord) -> datetime | None:
-    try:
-        started = datetime.fromisoformat(record.started_at)
-    except ValueError:
-        return None
-    return started if started.tzinfo else started.replace(tzinfo=timezone.utc)
-
-
 def earlier_first(a: RunRecord, b: RunRecord) -> tuple[RunRecord, RunRecord]:
     """The two runs as (previous, current) by ``started_at``; ``a`` first on a tie or when a
     time cannot be read."""
-    started_a, started_b = _started(a), _started(b)
+    started_a, started_b = instant(a.started_at), instant(b.started_at)
     if started_a is not None and started_b is not None and started_b < started_a:
         return b, a
     return a, b
@@ -640,7 +632,7 @@ def clean_command(
     except (TypeError, ValueError) as exc:
         raise CliError(f"cannot open {base_path} with --storage-options: {exc}") from exc
     _existing_folder(root, "the base path")
-    native = str(root.absolute()) if root.protocol in ("", "file", "local") else root.path
+    native = str(root.absolute()) if is_local(root) else root.path
     stale_after = older_than_hours * 3600
     if dry_run:
         found = list(dead_staging_entries(root.fs, native, stale_after=stale_after, recursive=True))

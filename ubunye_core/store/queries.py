@@ -14,9 +14,10 @@ from itertools import groupby, islice
 from typing import Any
 
 from ubunye_core.records.model import RunRecord
+from ubunye_core.records.times import instant
 from ubunye_core.store.errors import LineageStoreError
 from ubunye_core.store.index import RecordIndex, is_damage
-from ubunye_core.store.listing import RunEntry, epoch_micros, instant, order_key, started_order
+from ubunye_core.store.listing import RunEntry, epoch_micros, order_key, started_order
 from ubunye_core.store.names import split_task_path
 from ubunye_core.store.reading import warn_unreadable
 from ubunye_core.store.syncing import IndexedStore
