@@ -11,7 +11,6 @@ Dagster UI shows it.
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any
@@ -21,6 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from ubunye_core.diff.report import drift_rows
 from ubunye_core.records import drift
+from ubunye_core.records.model import RunRecord
 from ubunye_dagster import dagster_internals as internals
 from ubunye_dagster import metadata as metadata_keys
 from ubunye_dagster.dagster_internals import (
@@ -222,7 +222,7 @@ def judge_pending_materialisations(
     )
     findings: list[Finding] = []
     latest: dict[tuple[dg.AssetKey, str | None], tuple[dg.EventLogRecord, drift.DriftEvidence]] = {}
-    records_cache: dict[str, Mapping[str, Any] | None] = {}
+    records_cache: dict[str, RunRecord | None] = {}
     last_looked_at = cursor.after_storage_id
     for index, record in enumerate(pending):
         if (
@@ -601,7 +601,7 @@ def _judge_record(
     values: Mapping[str, Any],
     settings: DriftSettings,
     latest: dict[tuple[dg.AssetKey, str | None], tuple[dg.EventLogRecord, drift.DriftEvidence]],
-    records_cache: dict[str, Mapping[str, Any] | None],
+    records_cache: dict[str, RunRecord | None],
 ) -> Finding:
     """Judge one materialisation; `latest` remembers this tick's receipts per asset and partition.
 
@@ -643,7 +643,7 @@ def judge_before_storage(
     say) judged as the sensor will judge it once stored: against the newest stored materialisation
     of the same asset and partition, which is then its predecessor."""
     notes: list[str] = []
-    records_cache: dict[str, Mapping[str, Any] | None] = {}
+    records_cache: dict[str, RunRecord | None] = {}
     receipt = _filled_receipt(receipt, settings, records_cache, notes)
     previous = _previous_record(instance, key, partition, None)
     previous_receipt = _previous_receipt(previous, settings, records_cache, notes)
@@ -654,7 +654,7 @@ def judge_before_storage(
 def _previous_receipt(
     previous: dg.EventLogRecord | None,
     settings: DriftSettings,
-    records_cache: dict[str, Mapping[str, Any] | None],
+    records_cache: dict[str, RunRecord | None],
     notes: list[str],
 ) -> drift.DriftEvidence | None:
     if previous is None:
@@ -724,7 +724,7 @@ def _judge_latest(
             check_name=CHECK_NAME,
             passed=True,
             description="Not judged: the asset has never been materialised.",
-            metadata={"ubunye/verdict": drift.Verdict.NOT_JUDGED.value},
+            metadata={"ubunye/verdict": drift.JudgementVerdict.NOT_JUDGED.value},
         )
     record = latest[0]
     finding = _judge_record(instance, record, _metadata_values(record), settings, {}, {})
@@ -743,7 +743,7 @@ def _receipt(
     values: Mapping[str, Any],
     tags: Mapping[str, str],
     settings: DriftSettings,
-    records_cache: dict[str, Mapping[str, Any] | None],
+    records_cache: dict[str, RunRecord | None],
     notes: list[str],
 ) -> drift.DriftEvidence:
     """The receipt from metadata and tags; the run record fills only what the metadata lacks."""
@@ -753,7 +753,7 @@ def _receipt(
 def _filled_receipt(
     receipt: drift.DriftEvidence,
     settings: DriftSettings,
-    records_cache: dict[str, Mapping[str, Any] | None],
+    records_cache: dict[str, RunRecord | None],
     notes: list[str],
 ) -> drift.DriftEvidence:
     if not (settings.use_lineage_store and receipt.lacks_evidence and receipt.record_path):
@@ -765,19 +765,15 @@ def _filled_receipt(
     return receipt.filled_from_record(record) if record is not None else receipt
 
 
-def _read_run_record(path: str, notes: list[str]) -> Mapping[str, Any] | None:
-    """Read a run record file (local path or fsspec URL) as plain JSON; None if unreadable."""
+def _read_run_record(path: str, notes: list[str]) -> RunRecord | None:
+    """Read a run record file (local path or fsspec URL); None, with a note, if unreadable."""
     from upath import UPath
 
     try:
-        data = json.loads(UPath(path).read_text(encoding="utf-8"))
+        return RunRecord.from_json(UPath(path).read_text(encoding="utf-8"))
     except (OSError, ValueError) as error:
         notes.append(f"run record {path} unreadable: {type(error).__name__}: {error}")
         return None
-    if not isinstance(data, dict):
-        notes.append(f"run record {path} is not a JSON object")
-        return None
-    return data
 
 
 def _metadata_values(record: dg.EventLogRecord) -> dict[str, Any]:
@@ -862,9 +858,9 @@ def _describe(finding: Finding, flag_reasons: Iterable[str]) -> str:
     judgement = finding.judgement
     previous = finding.previous_run_id or "a materialisation outside any run"
     outcome = judgement.outcome(tuple(flag_reasons))
-    if judgement.verdict is drift.Verdict.UNCHANGED:
+    if judgement.verdict is drift.JudgementVerdict.UNCHANGED:
         return f"Reproduced: same data as the previous materialisation (run {previous})."
-    if judgement.verdict is drift.Verdict.NOT_JUDGED:
+    if judgement.verdict is drift.JudgementVerdict.NOT_JUDGED:
         return f"Not judged: {judgement.reason}."
     why = _why(judgement)
     if why is None:

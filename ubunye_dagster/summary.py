@@ -66,9 +66,9 @@ def headline(judgement: drift.Judgement, previous_run_id: str | None) -> str:
     """The verdict line: same rows or changed, and the judgement's own reason."""
     # A no-break space keeps "(run <id>)" on one line when the line is broken.
     against = f" (run\u00a0`{previous_run_id[:8]}`)" if previous_run_id else ""
-    if judgement.verdict is drift.Verdict.UNCHANGED:
+    if judgement.verdict is drift.JudgementVerdict.UNCHANGED:
         return f"**Same rows** as the previous materialisation{against}."
-    if judgement.verdict is drift.Verdict.NOT_JUDGED:
+    if judgement.verdict is drift.JudgementVerdict.NOT_JUDGED:
         return f"**Not compared**: {judgement.reason}."
     return (
         f"**Rows changed** since the previous materialisation{against}: "
@@ -202,14 +202,14 @@ def judged(
     and partition in the event log; a judgement that says why when it cannot be made."""
     if instance is None:
         reason = "no Dagster instance to find the previous materialisation in"
-        return drift.Judgement(verdict=drift.Verdict.NOT_JUDGED, reason=reason), None
-    current = drift.DriftEvidence.from_record(record.to_dict(), output_name)
+        return drift.Judgement(verdict=drift.JudgementVerdict.NOT_JUDGED, reason=reason), None
+    current = drift.DriftEvidence.from_record(record, output_name)
     partition = str(partition_key) if partition_key is not None else None
     try:
         return judge_against_previous(instance, asset_key, partition, current)
     except Exception as error:  # shown in the entry: a summary never fails the write
         reason = f"the event log could not be read ({type(error).__name__}: {error})"
-        return drift.Judgement(verdict=drift.Verdict.NOT_JUDGED, reason=reason), None
+        return drift.Judgement(verdict=drift.JudgementVerdict.NOT_JUDGED, reason=reason), None
 
 
 def summary_metadata(

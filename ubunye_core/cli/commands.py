@@ -18,7 +18,6 @@ import sys
 import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from datetime import datetime, timezone
 from typing import Any
 
 import click
@@ -44,14 +43,15 @@ from ubunye_core.materialisations.staging import (
     dead_staging_entries,
     remove_dead_staging,
 )
+from ubunye_core.paths import is_local
 from ubunye_core.records.compare import compare
 from ubunye_core.records.drift import (
     DEFAULT_FLAG_REASONS,
     DRIFT_REASONS,
     judge_records,
-    partition_of,
 )
 from ubunye_core.records.model import RUN_STATUSES, RunRecord
+from ubunye_core.records.times import instant
 from ubunye_core.store import (
     LINEAGE_SUBDIR,
     LineageStore,
@@ -59,7 +59,6 @@ from ubunye_core.store import (
     UnreadableRecordWarning,
     task_name_for_key,
 )
-from ubunye_core.store.listing import instant
 from ubunye_core.wording import counted
 
 DEFAULT_LINEAGE_DIR = "/".join(LINEAGE_SUBDIR)
@@ -158,18 +157,10 @@ def _latest(store: LineageStore, task_path: str, run_id: str | None) -> RunRecor
     return record
 
 
-def _started(record: RunRecord) -> datetime | None:
-    try:
-        started = datetime.fromisoformat(record.started_at)
-    except ValueError:
-        return None
-    return started if started.tzinfo else started.replace(tzinfo=timezone.utc)
-
-
 def earlier_first(a: RunRecord, b: RunRecord) -> tuple[RunRecord, RunRecord]:
     """The two runs as (previous, current) by ``started_at``; ``a`` first on a tie or when a
     time cannot be read."""
-    started_a, started_b = _started(a), _started(b)
+    started_a, started_b = instant(a.started_at), instant(b.started_at)
     if started_a is not None and started_b is not None and started_b < started_a:
         return b, a
     return a, b
@@ -348,7 +339,7 @@ def latest_pair(store: LineageStore, task_path: str) -> tuple[RunRecord, RunReco
     newest = next(runs, None)
     if newest is None:
         raise CliError(f"compare needs two runs; {task_path} has none in {store.root}")
-    partition = partition_of(newest.to_dict())
+    partition = newest.partition_key
     # Lazy: reading stops at the first older run of the same partition.
     for record in runs:
         return record, newest
@@ -408,7 +399,7 @@ def compare_command(
         a, b = latest_pair(store, task_path)
     comparison = compare(a, b)
     previous, current = earlier_first(a, b)
-    judgements = judge_records(previous.to_dict(), current.to_dict(), strict_sources=strict_sources)
+    judgements = judge_records(previous, current, strict_sources=strict_sources)
     flags = flag_reasons or DEFAULT_FLAG_REASONS
     if selection.as_json:
         document = comparison.to_dict()
@@ -641,7 +632,7 @@ def clean_command(
     except (TypeError, ValueError) as exc:
         raise CliError(f"cannot open {base_path} with --storage-options: {exc}") from exc
     _existing_folder(root, "the base path")
-    native = str(root.absolute()) if root.protocol in ("", "file", "local") else root.path
+    native = str(root.absolute()) if is_local(root) else root.path
     stale_after = older_than_hours * 3600
     if dry_run:
         found = list(dead_staging_entries(root.fs, native, stale_after=stale_after, recursive=True))

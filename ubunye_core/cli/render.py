@@ -30,7 +30,7 @@ from ubunye_core.records.drift import (
     INPUTS_CHANGED,
     SAME_INPUTS,
     Judgement,
-    Verdict,
+    JudgementVerdict,
 )
 from ubunye_core.records.model import RunRecord, StepRecord
 from ubunye_core.store import ReindexReport
@@ -388,11 +388,11 @@ def compare_table(comparison: Comparison) -> Table:
 
 def _drift_why(judgement: Judgement, flag_reasons: Sequence[str]) -> str:
     """One sentence saying what the drift judgement found and why."""
-    if judgement.verdict is Verdict.UNCHANGED:
+    if judgement.verdict is JudgementVerdict.UNCHANGED:
         return "same data as the previous run"
-    if judgement.verdict is Verdict.NOT_JUDGED:
+    if judgement.verdict is JudgementVerdict.NOT_JUDGED:
         return judgement.reason
-    if judgement.verdict is Verdict.EXPLAINED and not judgement.is_flagged(flag_reasons):
+    if judgement.verdict is JudgementVerdict.EXPLAINED and not judgement.is_flagged(flag_reasons):
         return f"data changed, explained: {judgement.detail}"
     same = "data changed under the same code, environment and config"
     if judgement.reason == SAME_INPUTS:
@@ -427,10 +427,10 @@ def drift_document(
 
 
 _OUTCOME_STYLE = {
-    Verdict.UNCHANGED: "green",
-    Verdict.EXPLAINED: "green",
-    Verdict.NOT_JUDGED: "yellow",
-    Verdict.DRIFT: "yellow",
+    JudgementVerdict.UNCHANGED: "green",
+    JudgementVerdict.EXPLAINED: "green",
+    JudgementVerdict.NOT_JUDGED: "yellow",
+    JudgementVerdict.DRIFT: "yellow",
 }
 
 

@@ -24,7 +24,6 @@ from itertools import islice, zip_longest
 from pathlib import Path
 from typing import Any
 
-from ubunye_core.records.drift import partition_of
 from ubunye_core.records.model import RunRecord
 from ubunye_core.store.listing import UNREADABLE_RANK, FileEntry, RunEntry, started_order
 
@@ -160,7 +159,7 @@ def _row(
         record.run_id,
         record.started_at,
         record.duration_sec,
-        partition_of({"variables": record.variables}),
+        record.partition_key,
         None,
     )
     return values, document.encode("utf-8")

@@ -18,8 +18,10 @@ from typing import Any, TypeVar
 
 from upath import UPath
 
+from ubunye_core.paths import is_local
+from ubunye_core.records.times import instant
 from ubunye_core.store.index import INDEX_FILE_NAME, Progress, RecordIndex, cached_index_path
-from ubunye_core.store.listing import FileEntry, instant
+from ubunye_core.store.listing import FileEntry
 from ubunye_core.store.names import check_segment, split_task_path
 
 #: Where a use case folder keeps its records.
@@ -69,7 +71,7 @@ class StoreLayout:
         durable: bool = False,
     ) -> None:
         path = UPath(root)
-        if self._is_local(path):
+        if is_local(path):
             path = UPath(os.path.abspath(path.path))
         self._root = path
         self.use_index = use_index
@@ -106,7 +108,7 @@ class StoreLayout:
     def index_path(self) -> Path:
         """Where this store's index is: beside the records in a writable local folder, else in
         the cache folder (``$UBUNYE_INDEX_CACHE_DIR`` or the user's cache), keyed by the URL."""
-        if self._is_local(self._root):
+        if is_local(self._root):
             folder = self._root.path
             if not os.path.exists(folder) or os.access(folder, os.W_OK | os.X_OK):
                 return Path(folder) / INDEX_FILE_NAME
@@ -126,12 +128,6 @@ class StoreLayout:
                     if task is None or name == task:
                         found.append(f"{use}/{pkg}/{name}")
         return found
-
-    @staticmethod
-    def _is_local(path: UPath) -> bool:
-        protocol = path.fs.protocol
-        protocols = (protocol,) if isinstance(protocol, str) else tuple(protocol)
-        return "file" in protocols or "local" in protocols
 
     def _store_key(self) -> str:
         options = self._root.storage_options
@@ -159,7 +155,7 @@ class StoreLayout:
 
     def _record_entries(self, folder: UPath) -> list[FileEntry]:
         """The record files of one folder (``*.json`` files), with times and signatures."""
-        if not self._is_local(folder):
+        if not is_local(folder):
             return [
                 _remote_entry(info)
                 for info in self._listing(folder)
@@ -183,6 +179,6 @@ class StoreLayout:
         return found
 
     def _file_entry(self, path: UPath) -> FileEntry:
-        if self._is_local(path):
+        if is_local(path):
             return _local_entry(path.name, os.stat(path.path))
         return _remote_entry(path.fs.info(path.path))

@@ -10,10 +10,11 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import date, datetime, timezone
+from datetime import datetime, timezone
 from typing import Any, NamedTuple
 
 from ubunye_core.records.model import RunRecord
+from ubunye_core.records.times import instant
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
 
@@ -22,25 +23,6 @@ _EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
 UNREADABLE_RANK = 2
 _READABLE_TIME_RANK = 1
 _UNREADABLE_TIME_RANK = 0
-
-
-def instant(value: Any) -> datetime | None:
-    """An aware datetime for ISO text, a datetime or a date (naive ones taken as UTC); else None."""
-    if isinstance(value, datetime):
-        moment = value
-    elif isinstance(value, date):
-        moment = datetime(value.year, value.month, value.day)
-    elif isinstance(value, str):
-        text = value.strip()
-        # Python 3.10 reads no "Z" suffix; the reference writes "+00:00", Dagster users write "Z".
-        text = text[:-1] + "+00:00" if text[-1:] in ("Z", "z") else text
-        try:
-            moment = datetime.fromisoformat(text)
-        except ValueError:
-            return None
-    else:
-        return None
-    return moment if moment.tzinfo else moment.replace(tzinfo=timezone.utc)
 
 
 def epoch_micros(moment: datetime) -> int:

@@ -11,6 +11,7 @@ from os import PathLike
 
 from upath import UPath
 
+from ubunye_core.paths import is_local
 from ubunye_core.records.model import RunRecord
 from ubunye_core.store.errors import (
     AmbiguousRunIdError,
@@ -72,7 +73,7 @@ class RecordReader(StoreLayout):
     ) -> Iterator[tuple[FileEntry, RunRecord | None, str | None]]:
         """Each file's record, or None and why it is unreadable; object stores in batches."""
         folder = self.task_dir(task_path)
-        if self._is_local(folder):
+        if is_local(folder):
             for entry in entries:
                 try:
                     yield entry, self.read(folder / entry.name), None

@@ -9,6 +9,7 @@ import sqlite3
 import time
 from dataclasses import dataclass
 
+from ubunye_core.paths import is_local
 from ubunye_core.store.errors import LineageStoreError
 from ubunye_core.store.index import (
     FolderState,
@@ -40,7 +41,7 @@ class IndexedStore(RecordReader):
         """Bring the index up to date with every record file (``full``: build it anew)."""
         if not self.use_index:
             raise LineageStoreError("this store was opened without its index")
-        if self._is_local(self._root) and not os.path.isdir(self._root.path):
+        if is_local(self._root) and not os.path.isdir(self._root.path):
             raise LineageStoreError(f"no lineage records folder at {self._root}")
         started = time.perf_counter()
         index = self._index()
@@ -66,7 +67,7 @@ class IndexedStore(RecordReader):
         (the folders are read instead). A damaged index is deleted and built again once."""
         if not self.use_index:
             return None
-        if self._is_local(self._root) and not os.path.isdir(self._root.path):
+        if is_local(self._root) and not os.path.isdir(self._root.path):
             return None
         index = self._index()
         for attempt in range(2):
@@ -96,6 +97,6 @@ class IndexedStore(RecordReader):
 
     def _still_gone(self, task_path: str, file_name: str) -> bool:
         """A file missing from a listing is still missing (a local check is cheap)."""
-        if not self._is_local(self._root):
+        if not is_local(self._root):
             return True
         return not os.path.exists(os.path.join(self.task_dir(task_path).path, file_name))

@@ -25,6 +25,7 @@ import pyarrow.parquet as pq
 from ubunye_core.materialisations.byte_digest import bytes_digest, file_digest, folder_digest
 from ubunye_core.materialisations.staging import remove_dead_staging, staging_name
 from ubunye_core.materialisations.stored import footer_notes, hashed_view, pandas_view
+from ubunye_core.paths import is_local
 from ubunye_dagster.handlers.base import SIDECAR_NAME
 from ubunye_rows.hashing import fingerprint, fingerprint_arrow
 from ubunye_rows.hashing.fingerprint import failed_fingerprint
@@ -33,11 +34,6 @@ __all__ = ["footer_notes", "hashed_view", "pandas_view"]
 
 #: Columns pandas adds for an unnamed index; they are not the asset's columns.
 INDEX_PREFIX = "__index_level_"
-
-
-def is_local(path: Any) -> bool:
-    """True when ``path`` (a UPath) is on the local file system."""
-    return getattr(path, "protocol", "") in ("", "file", "local")
 
 
 def native_path(path: Any) -> str:
