@@ -20,10 +20,8 @@ from upath import UPath
 
 from ubunye_core.store.index import INDEX_FILE_NAME, Progress, RecordIndex, cached_index_path
 from ubunye_core.store.listing import FileEntry, instant
-from ubunye_core.store.names import check_segment, split_task_path
+from ubunye_core.store.names import LINEAGE_SUBDIR, check_segment, split_task_path
 
-#: Where a use case folder keeps its records.
-LINEAGE_SUBDIR = (".ubunye", "lineage")
 #: A record file's name is its run id and this suffix.
 RECORD_SUFFIX = ".json"
 
