@@ -19,7 +19,7 @@ import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
@@ -32,10 +32,14 @@ from ubunye_core.store.names import LINEAGE_SUBDIR, task_name_for_key
 from ubunye_core.wording import counted
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from upath import UPath
 
     from ubunye_core.records.model import RunRecord
     from ubunye_core.store import LineageStore
+
+_Path = TypeVar("_Path", "Path", "UPath")
 
 DEFAULT_LINEAGE_DIR = "/".join(LINEAGE_SUBDIR)
 
@@ -60,7 +64,7 @@ def _reason(exc: BaseException) -> str:
     return f"{exc} ({type(exc).__name__})" if str(exc) else type(exc).__name__
 
 
-def _existing_folder(path: UPath, what: str) -> UPath:
+def _existing_folder(path: _Path, what: str) -> _Path:
     """``path`` when it is a folder (on an object store: a prefix holding objects); else a
     CliError saying that ``what`` does not exist, is not a folder, or cannot be read and why."""
     try:
@@ -79,16 +83,18 @@ def _open_store(
     progress bar on a terminal for long index work (never with --json). The folder named must
     exist: ``--lineage-dir`` when it is a URL or absolute, else ``-d`` (whose records folder
     may not be made yet)."""
-    from upath import UPath
-
-    from ubunye_core.cli.render import TerminalProgress
     from ubunye_core.store import LineageStore
+    from ubunye_core.store.layout import as_path
 
     if "://" in lineage_dir or os.path.isabs(lineage_dir):
-        root = _existing_folder(UPath(lineage_dir), "the lineage folder")
+        root = _existing_folder(as_path(lineage_dir), "the lineage folder")
     else:
-        root = _existing_folder(UPath(usecase_dir), "the use case folder") / lineage_dir
-    progress = None if as_json or not sys.stderr.isatty() else TerminalProgress()
+        root = _existing_folder(as_path(usecase_dir), "the use case folder") / lineage_dir
+    progress = None
+    if not as_json and sys.stderr.isatty():
+        from ubunye_core.cli.render import TerminalProgress
+
+        progress = TerminalProgress()
     return LineageStore(root, use_index=use_index, progress=progress)
 
 
