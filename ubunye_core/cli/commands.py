@@ -18,48 +18,29 @@ import sys
 import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
-from upath import UPath
 
-from ubunye_core.cli.render import (
-    TerminalProgress,
-    compare_table,
-    drift_document,
-    drift_lines,
-    make_console,
-    reindex_document,
-    reindex_text,
-    runs_table,
-    trace_document,
-    trace_tree,
-    write_json_list,
-    write_search_lines,
-)
-from ubunye_core.diff.report import ReportError, output_step
-from ubunye_core.materialisations.staging import (
-    DEFAULT_STALE_AFTER,
-    dead_staging_entries,
-    remove_dead_staging,
-)
+# Only what every command line needs is imported here; each command imports the rest (the record
+# model, fsspec, rich) when it runs, so the help and a mistyped command answer at once.
+from ubunye_core.materialisations.staging import DEFAULT_STALE_AFTER
 from ubunye_core.paths import is_local
-from ubunye_core.records.compare import compare
-from ubunye_core.records.drift import (
-    DEFAULT_FLAG_REASONS,
-    DRIFT_REASONS,
-    judge_records,
-)
-from ubunye_core.records.model import RUN_STATUSES, RunRecord
 from ubunye_core.records.times import instant
-from ubunye_core.store import (
-    LINEAGE_SUBDIR,
-    LineageStore,
-    LineageStoreError,
-    UnreadableRecordWarning,
-    task_name_for_key,
-)
+from ubunye_core.records.vocabulary import DEFAULT_FLAG_REASONS, DRIFT_REASONS, RUN_STATUSES
+from ubunye_core.store.errors import LineageStoreError, UnreadableRecordWarning
+from ubunye_core.store.names import LINEAGE_SUBDIR, task_name_for_key
 from ubunye_core.wording import counted
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+    from upath import UPath
+
+    from ubunye_core.records.model import RunRecord
+    from ubunye_core.store import LineageStore
+
+_Path = TypeVar("_Path", "Path", "UPath")
 
 DEFAULT_LINEAGE_DIR = "/".join(LINEAGE_SUBDIR)
 
@@ -84,7 +65,7 @@ def _reason(exc: BaseException) -> str:
     return f"{exc} ({type(exc).__name__})" if str(exc) else type(exc).__name__
 
 
-def _existing_folder(path: UPath, what: str) -> UPath:
+def _existing_folder(path: _Path, what: str) -> _Path:
     """``path`` when it is a folder (on an object store: a prefix holding objects); else a
     CliError saying that ``what`` does not exist, is not a folder, or cannot be read and why."""
     try:
@@ -103,11 +84,18 @@ def _open_store(
     progress bar on a terminal for long index work (never with --json). The folder named must
     exist: ``--lineage-dir`` when it is a URL or absolute, else ``-d`` (whose records folder
     may not be made yet)."""
+    from ubunye_core.store import LineageStore
+    from ubunye_core.store.layout import as_path
+
     if "://" in lineage_dir or os.path.isabs(lineage_dir):
-        root = _existing_folder(UPath(lineage_dir), "the lineage folder")
+        root = _existing_folder(as_path(lineage_dir), "the lineage folder")
     else:
-        root = _existing_folder(UPath(usecase_dir), "the use case folder") / lineage_dir
-    progress = None if as_json or not sys.stderr.isatty() else TerminalProgress()
+        root = _existing_folder(as_path(usecase_dir), "the use case folder") / lineage_dir
+    progress = None
+    if not as_json and sys.stderr.isatty():
+        from ubunye_core.cli.render import TerminalProgress
+
+        progress = TerminalProgress()
     return LineageStore(root, use_index=use_index, progress=progress)
 
 
@@ -203,6 +191,8 @@ class Selection:
         if self.as_json:
             _print_json(document)
         else:
+            from ubunye_core.cli.render import make_console
+
             make_console().print(human)
 
 
@@ -301,6 +291,8 @@ def lineage() -> None:
 )
 def list_command(selection: Selection, limit: int) -> None:
     """A task's recent runs, newest first."""
+    from ubunye_core.cli.render import runs_table
+
     task_path = selection.task_path()
     records = selection.store.list_runs(task_path, limit=limit)
     human = (
@@ -328,6 +320,8 @@ def trace_command(selection: Selection, run_id: str | None) -> None:
     Its inputs and outputs with hashes and row counts, the code, the environment, the timings
     and the expectation checks (the latest run, or --run-id).
     """
+    from ubunye_core.cli.render import trace_document, trace_tree
+
     record = _latest(selection.store, selection.task_path(), run_id)
     selection.print(trace_document(record), trace_tree(record))
 
@@ -386,6 +380,10 @@ def compare_command(
     unchanged, unknown or not comparable, and why; then the drift sensor's verdict on the newer
     run's outputs (unchanged, explained, drift, not judged).
     """
+    from ubunye_core.cli.render import compare_table, drift_document, drift_lines, make_console
+    from ubunye_core.records.compare import compare
+    from ubunye_core.records.drift import judge_records
+
     store = selection.store
     task_path = selection.task_path()
     if bool(run_id1) != bool(run_id2):
@@ -440,6 +438,8 @@ def search_command(selection: Selection, status: str | None, since: str | None) 
 
     Narrowed by -u/-p/-t (or --asset), --status and --since; one line per run, then the count.
     """
+    from ubunye_core.cli.render import write_json_list, write_search_lines
+
     name = selection.task_name()
     if selection.package and not selection.usecase:
         raise CliError("-p needs -u")
@@ -474,6 +474,8 @@ def reindex_command(usecase_dir: str, lineage_dir: str, as_json: bool, full: boo
     With --full the index is deleted and built anew. Reports the records read and the
     unreadable files skipped.
     """
+    from ubunye_core.cli.render import reindex_document, reindex_text
+
     store = _open_store(usecase_dir, lineage_dir, as_json=as_json)
     report = store.reindex(full=full)
     for _, reason in report.unreadable:
@@ -514,7 +516,13 @@ def diff_command(
     Or between two stored paths PATH_A PATH_B (PATH@vN: a Delta table's version N): rows
     removed and added, or with --key rows changed. Exit 0 equal, 1 different, 2 trouble.
     """
-    from ubunye_core.diff.report import diff_versions, path_version, recorded_version
+    from ubunye_core.diff.report import (
+        ReportError,
+        diff_versions,
+        output_step,
+        path_version,
+        recorded_version,
+    )
 
     try:
         if paths and len(paths) != 2:
@@ -627,6 +635,10 @@ def clean_command(
     touched: on this host its process is asked; from another host, only entries older than
     --older-than count as dead.
     """
+    from upath import UPath
+
+    from ubunye_core.materialisations.staging import dead_staging_entries, remove_dead_staging
+
     try:
         root = UPath(base_path, **storage_options)
     except (TypeError, ValueError) as exc:
@@ -661,6 +673,16 @@ def _fail(message: str, as_json: bool, code: int = 1, hint: str = "") -> int:
     return code
 
 
+def _reported_errors() -> tuple[type[BaseException], ...]:
+    """The errors reported as their one line: the diff's own only once its module is loaded
+    (before that, nothing raised it)."""
+    found: list[type[BaseException]] = [CliError, LineageStoreError, ValueError, OSError]
+    report = sys.modules.get("ubunye_core.diff.report")
+    if report is not None:
+        found.append(report.ReportError)
+    return tuple(found)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the CLI; returns the exit code (0 ok, 1 failure, 2 wrong command line)."""
     args = list(sys.argv[1:] if argv is None else argv)
@@ -678,12 +700,15 @@ def main(argv: Sequence[str] | None = None) -> int:
             code = _fail(exc.format_message(), as_json, exc.exit_code, _help_hint(exc.ctx))
         except click.ClickException as exc:
             code = _fail(exc.format_message(), as_json, exc.exit_code)
-        except (CliError, ReportError, LineageStoreError, ValueError, OSError) as exc:
-            code = _fail(str(exc), as_json, getattr(exc, "exit_code", 1))
         except Exception as exc:
-            if os.environ.get("UBUNYE_DAGSTER_DEBUG"):
+            reported = isinstance(exc, _reported_errors())
+            if not reported and os.environ.get("UBUNYE_DAGSTER_DEBUG"):
                 raise
-            code = _fail(f"unexpected {type(exc).__name__}: {exc}", as_json)
+            code = (
+                _fail(str(exc), as_json, getattr(exc, "exit_code", 1))
+                if reported
+                else _fail(f"unexpected {type(exc).__name__}: {exc}", as_json)
+            )
     for warning in caught:
         if issubclass(warning.category, UnreadableRecordWarning):
             click.echo(f"warning: {warning.message}", err=True)

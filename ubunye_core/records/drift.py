@@ -16,18 +16,14 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, field_validator
 
 from ubunye_core.records.model import RunRecord, StepRecord
+from ubunye_core.records.vocabulary import (
+    DEFAULT_FLAG_REASONS,
+    DRIFT_REASONS,
+    INPUTS_CHANGED,
+    INPUTS_UNKNOWN,
+    SAME_INPUTS,
+)
 
-#: The data moved while code, environment, config and every upstream stayed put: non-determinism.
-SAME_INPUTS = "same inputs"
-#: The data moved under the same code, environment and config, and at least one upstream moved.
-INPUTS_CHANGED = "inputs changed"
-#: The data moved under the same code, environment and config, and an upstream has neither a
-#: digest nor a data version, so it cannot be compared.
-INPUTS_UNKNOWN = "inputs unknown"
-#: Every reason that can raise a flag, strongest signal first.
-DRIFT_REASONS: tuple[str, ...] = (SAME_INPUTS, INPUTS_UNKNOWN, INPUTS_CHANGED)
-#: What flags when nothing is configured: `inputs changed` passes, naming the inputs.
-DEFAULT_FLAG_REASONS: tuple[str, ...] = (SAME_INPUTS, INPUTS_UNKNOWN)
 #: A drift reason as a settings field's type, so a schema lists the values (`DRIFT_REASONS`).
 FlagReason = Literal["same inputs", "inputs unknown", "inputs changed"]
 #: The explanation of an asset that reads no asset at all (ingestion from an API, a database, ...).

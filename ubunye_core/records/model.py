@@ -14,6 +14,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from ubunye_core.records.vocabulary import RUN_STATUSES as RUN_STATUSES
 from ubunye_rows.hashing.digest import Fingerprint
 
 #: The layout this package writes.
@@ -23,8 +24,6 @@ RECORD_VERSION = 2
 #: (an input) the digest recorded at write time, taken because the stored bytes still hash to the
 #: byte digest recorded with it.
 HASH_BASES = ("materialised", "recomputed", "stored-bytes")
-#: The statuses a run record has: open while the step runs, then how it ended.
-RUN_STATUSES = ("success", "error", "running")
 #: A step field the reference does not have (its reader drops it): the digest of the stored
 #: bytes (``ubunye_core.materialisations.byte_digest``), written only when known.
 BYTES_HASH_FIELD = "bytes_hash"

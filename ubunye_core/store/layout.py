@@ -11,25 +11,42 @@ local folder, else in the cache folder, keyed by the store's URL.
 
 from __future__ import annotations
 
+import functools
 import os
+import re
+import sys
 from os import PathLike
 from pathlib import Path
-from typing import Any, TypeVar
-
-from upath import UPath
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from ubunye_core.paths import is_local
 from ubunye_core.records.times import instant
 from ubunye_core.store.index import INDEX_FILE_NAME, Progress, RecordIndex, cached_index_path
 from ubunye_core.store.listing import FileEntry
-from ubunye_core.store.names import check_segment, split_task_path
+from ubunye_core.store.names import LINEAGE_SUBDIR, check_segment, split_task_path
 
-#: Where a use case folder keeps its records.
-LINEAGE_SUBDIR = (".ubunye", "lineage")
 #: A record file's name is its run id and this suffix.
 RECORD_SUFFIX = ".json"
 
 _Store = TypeVar("_Store", bound="StoreLayout")
+
+#: A URL's scheme (``s3:``, ``file:``, ``memory:``); one letter is a Windows drive, not a scheme.
+_SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]+:")
+
+if TYPE_CHECKING:
+    from upath import UPath
+
+
+def plain_local_path(root: str | PathLike[str] | UPath) -> str | None:
+    """``root`` as an absolute path when it is a plain local one (text without a URL scheme, or a
+    ``pathlib`` path); None for a URL or a ``UPath``, which fsspec resolves."""
+    upath = sys.modules.get("upath")
+    if upath is not None and isinstance(root, upath.UPath):
+        return None
+    text = os.fspath(root)
+    if not isinstance(text, str) or _SCHEME.match(text):
+        return None
+    return os.path.abspath(text)
 
 
 def _entry_mtime(info: dict[str, Any]) -> float:
@@ -59,6 +76,16 @@ def _local_entry(name: str, stat: os.stat_result) -> FileEntry:
     return FileEntry(name, stat.st_mtime, (stat.st_mtime_ns, stat.st_size, stat.st_ctime_ns))
 
 
+def as_path(location: str | PathLike[str] | UPath) -> Path | UPath:
+    """``location`` as a path to open: a ``pathlib`` one when it is plain local (fsspec is not
+    loaded for it), else a ``UPath``. Both print as the location given."""
+    if plain_local_path(location) is not None:
+        return Path(location)
+    from upath import UPath
+
+    return UPath(location)
+
+
 class StoreLayout:
     """A lineage store's root folder, the paths under it and the listings of its folders."""
 
@@ -70,10 +97,16 @@ class StoreLayout:
         progress: Progress | None = None,
         durable: bool = False,
     ) -> None:
-        path = UPath(root)
-        if is_local(path):
-            path = UPath(os.path.abspath(path.path))
-        self._root = path
+        #: The root as a local path, when it is one: listings and the index need no fsspec then.
+        self._local_root = plain_local_path(root)
+        if self._local_root is None:
+            from upath import UPath
+
+            path = UPath(root)
+            if is_local(path):
+                self._local_root = os.path.abspath(path.path)
+            else:
+                self._root = path
         self.use_index = use_index
         self.progress = progress
         #: Local records are flushed to disk (the file, then its folder) before they count as
@@ -85,7 +118,18 @@ class StoreLayout:
         cls: type[_Store], usecase_dir: str | PathLike[str] | UPath, **options: Any
     ) -> _Store:
         """The store of a use case folder: ``<usecase_dir>/.ubunye/lineage``."""
+        if plain_local_path(usecase_dir) is not None:
+            return cls(os.path.join(usecase_dir, *LINEAGE_SUBDIR), **options)
+        from upath import UPath
+
         return cls(UPath(usecase_dir).joinpath(*LINEAGE_SUBDIR), **options)
+
+    @functools.cached_property
+    def _root(self) -> UPath:
+        """The root as a ``UPath`` (a local root's made when first asked for)."""
+        from upath import UPath
+
+        return UPath(self._local_root)
 
     @property
     def root(self) -> UPath:
@@ -108,8 +152,8 @@ class StoreLayout:
     def index_path(self) -> Path:
         """Where this store's index is: beside the records in a writable local folder, else in
         the cache folder (``$UBUNYE_INDEX_CACHE_DIR`` or the user's cache), keyed by the URL."""
-        if is_local(self._root):
-            folder = self._root.path
+        if self._local_root is not None:
+            folder = self._local_root
             if not os.path.exists(folder) or os.access(folder, os.W_OK | os.X_OK):
                 return Path(folder) / INDEX_FILE_NAME
         return cached_index_path(self._store_key())
@@ -122,14 +166,26 @@ class StoreLayout:
             if part is not None:
                 check_segment(part, what)
         found = []
-        for use in [usecase] if usecase else self._subdirs(self._root):
-            for pkg in [package] if package else self._subdirs(self._root / use):
-                for name in self._subdirs(self._root / use / pkg):
+        for use in [usecase] if usecase else self._subdirs(self._folder()):
+            for pkg in [package] if package else self._subdirs(self._folder(use)):
+                for name in self._subdirs(self._folder(use, pkg)):
                     if task is None or name == task:
                         found.append(f"{use}/{pkg}/{name}")
         return found
 
+    def _folder(self, *parts: str) -> str | UPath:
+        """The folder ``parts`` under the root: a path string when the store is local."""
+        if self._local_root is not None:
+            return os.path.join(self._local_root, *parts)
+        return self._root.joinpath(*parts)
+
+    def _task_folder(self, task_path: str) -> str | UPath:
+        """A task's folder, as ``_folder`` gives it."""
+        return self._folder(*split_task_path(task_path))
+
     def _store_key(self) -> str:
+        if self._local_root is not None:
+            return f"{self._local_root} ".strip()
         options = self._root.storage_options
         client = options.get("client_kwargs") or {}
         endpoint = options.get("endpoint_url") or client.get("endpoint_url") or ""
@@ -144,7 +200,13 @@ class StoreLayout:
         except (FileNotFoundError, NotADirectoryError):
             return []
 
-    def _subdirs(self, folder: UPath) -> list[str]:
+    def _subdirs(self, folder: str | UPath) -> list[str]:
+        if isinstance(folder, str):
+            try:
+                with os.scandir(folder) as listing:
+                    return sorted(item.name for item in listing if item.is_dir())
+            except (FileNotFoundError, NotADirectoryError):
+                return []
         names = []
         for info in self._listing(folder):
             if info.get("type") == "directory":
@@ -153,9 +215,10 @@ class StoreLayout:
                     names.append(name)
         return sorted(names)
 
-    def _record_entries(self, folder: UPath) -> list[FileEntry]:
-        """The record files of one folder (``*.json`` files), with times and signatures."""
-        if not is_local(folder):
+    def _record_entries(self, folder: str | UPath) -> list[FileEntry]:
+        """The record files of one folder (``*.json`` files), with times and signatures; a
+        local folder may be given as its path."""
+        if not isinstance(folder, str) and not is_local(folder):
             return [
                 _remote_entry(info)
                 for info in self._listing(folder)
@@ -163,7 +226,7 @@ class StoreLayout:
             ]
         found = []
         try:
-            listing = os.scandir(folder.path)
+            listing = os.scandir(folder if isinstance(folder, str) else folder.path)
         except (FileNotFoundError, NotADirectoryError):
             return []
         # The hot loop of every query (one pass per record file): kept plain on purpose.
