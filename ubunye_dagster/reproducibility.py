@@ -17,13 +17,8 @@ import dagster as dg
 
 from ubunye_core.records import drift
 from ubunye_dagster import dagster_internals as internals
-from ubunye_dagster.sensor import (
-    CHECK_NAME,
-    check_evaluation_for,
-    check_settings_of,
-    evidence_from_metadata,
-    judge_before_storage,
-)
+from ubunye_dagster.previous_materialisation import evidence_from_metadata, judge_before_storage
+from ubunye_dagster.sensor import CHECK_NAME, check_evaluation_for, check_settings_of
 
 #: The planned checks of this process's latest runs, by run id (a run's steps run in one process
 #: in-process, each in its own under the multiprocess executor).

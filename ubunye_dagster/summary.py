@@ -13,8 +13,9 @@ import dagster as dg
 
 from ubunye_core.records import drift
 from ubunye_core.records.model import RunRecord, StepRecord
+from ubunye_dagster.drift_settings import DriftSettings
 from ubunye_dagster.metadata import RECORD_PATH, SUMMARY
-from ubunye_dagster.sensor import judge_against_previous
+from ubunye_dagster.previous_materialisation import judge_before_storage
 
 #: How many hex digits of a digest the summary shows (the full digests are in the other entries).
 SHORT_DIGEST = 8
@@ -206,7 +207,10 @@ def judged(
     current = drift.DriftEvidence.from_record(record.to_dict(), output_name)
     partition = str(partition_key) if partition_key is not None else None
     try:
-        return judge_against_previous(instance, asset_key, partition, current)
+        finding = judge_before_storage(
+            instance, asset_key, partition, current, DriftSettings(), record.run_id
+        )
+        return finding.judgement, finding.previous_run_id
     except Exception as error:  # shown in the entry: a summary never fails the write
         reason = f"the event log could not be read ({type(error).__name__}: {error})"
         return drift.Judgement(verdict=drift.Verdict.NOT_JUDGED, reason=reason), None
