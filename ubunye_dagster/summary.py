@@ -15,7 +15,7 @@ from ubunye_core.records import drift
 from ubunye_core.records.model import RunRecord, StepRecord
 from ubunye_dagster.drift_settings import DriftSettings
 from ubunye_dagster.metadata import RECORD_PATH, SUMMARY
-from ubunye_dagster.previous_materialisation import judge_before_storage
+from ubunye_dagster.previous_materialisation import Finding, judge_before_storage
 
 #: How many hex digits of a digest the summary shows (the full digests are in the other entries).
 SHORT_DIGEST = 8
@@ -225,9 +225,14 @@ def summary_metadata(
     *,
     record_path: str,
     input_asset_keys: Mapping[str, str | None],
+    finding: Finding | None = None,
 ) -> dict[str, dg.MetadataValue]:
-    """``{"ubunye/summary": <Markdown>}`` for one asset materialisation."""
-    judgement, previous_run_id = judged(instance, asset_key, partition_key, record, output.name)
+    """``{"ubunye/summary": <Markdown>}`` for one asset materialisation, showing ``finding`` when
+    its step judged it already (the event log is not read again), else judged here."""
+    if finding is not None:
+        judgement, previous_run_id = finding.judgement, finding.previous_run_id
+    else:
+        judgement, previous_run_id = judged(instance, asset_key, partition_key, record, output.name)
     summary = receipt_summary(
         record,
         output,
