@@ -53,7 +53,7 @@ from ubunye_dagster.handlers.delta import DeltaHandler, delta_handlers, delta_wr
 from ubunye_dagster.metadata import EXPECTATIONS, output_metadata
 from ubunye_dagster.recorded import RecordedOutput, latest_materialisation, receipt_of, stored_at
 from ubunye_dagster.records import OpenRecord, close_record
-from ubunye_dagster.reproducibility import report_reproducibility
+from ubunye_dagster.reproducibility import StepVerdict, judge_in_step, report_reproducibility
 from ubunye_dagster.resource import UbunyeResource
 from ubunye_dagster.session import (
     LoadedInput,
@@ -245,9 +245,9 @@ class UbunyeIOManager(dg.ConfigurableIOManager):
                 raise
             record_path, keys = target.record_success(session, write, transform)
         write.log_broken_warnings(context)
-        self._add_metadata(context, target, write, record_path, keys)
-        if context.has_asset_key:
-            report_reproducibility(context, target.partition_key)
+        verdict = self._add_metadata(context, target, write, record_path, keys)
+        if verdict is not None:
+            report_reproducibility(context, verdict)
 
     def _target(self, context: dg.OutputContext, session: StepSession) -> _Target:
         """Where the output goes and the record it completes."""
@@ -284,8 +284,10 @@ class UbunyeIOManager(dg.ConfigurableIOManager):
         write: _Write,
         record_path: str,
         input_asset_keys: dict[str, str | None],
-    ) -> None:
-        """The receipt as the materialisation's metadata, and its digest as the data version."""
+    ) -> StepVerdict | None:
+        """The receipt as the materialisation's metadata, and its digest as the data version;
+        returns the step's ``ubunye_reproducible`` verdict, shown in the summary, when the run
+        evaluates that check."""
         try:
             pairs = write.staged.schema_pairs()
         except Exception:  # a type rows-v1 has no name for; the hash error already says so
@@ -299,7 +301,9 @@ class UbunyeIOManager(dg.ConfigurableIOManager):
             partition_key=target.partition_key,
             expectation_results=write.results,
         )
+        verdict = None
         if context.has_asset_key:  # the summary first: the entry people read
+            verdict = judge_in_step(context, target.partition_key, metadata)
             metadata = {
                 **summary_metadata(
                     internals.instance_of(context.step_context),
@@ -309,6 +313,7 @@ class UbunyeIOManager(dg.ConfigurableIOManager):
                     write.output_step(),
                     record_path=record_path,
                     input_asset_keys=input_asset_keys,
+                    finding=verdict.finding if verdict is not None else None,
                 ),
                 **metadata,
             }
@@ -319,6 +324,7 @@ class UbunyeIOManager(dg.ConfigurableIOManager):
             # The materialisation's data version is its content: identical rows keep
             # downstream assets fresh, changed rows make them stale.
             internals.set_data_version(context.step_context, context.asset_key, write.fp.data_hash)
+        return verdict
 
     # --- read ------------------------------------------------------------------------------
 

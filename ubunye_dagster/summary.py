@@ -13,8 +13,9 @@ import dagster as dg
 
 from ubunye_core.records import drift
 from ubunye_core.records.model import RunRecord, StepRecord
+from ubunye_dagster.drift_settings import DriftSettings
 from ubunye_dagster.metadata import RECORD_PATH, SUMMARY
-from ubunye_dagster.sensor import judge_against_previous
+from ubunye_dagster.previous_materialisation import Finding, judge_before_storage
 
 #: How many hex digits of a digest the summary shows (the full digests are in the other entries).
 SHORT_DIGEST = 8
@@ -206,7 +207,10 @@ def judged(
     current = drift.DriftEvidence.from_record(record, output_name)
     partition = str(partition_key) if partition_key is not None else None
     try:
-        return judge_against_previous(instance, asset_key, partition, current)
+        finding = judge_before_storage(
+            instance, asset_key, partition, current, DriftSettings(), record.run_id
+        )
+        return finding.judgement, finding.previous_run_id
     except Exception as error:  # shown in the entry: a summary never fails the write
         reason = f"the event log could not be read ({type(error).__name__}: {error})"
         return drift.Judgement(verdict=drift.JudgementVerdict.NOT_JUDGED, reason=reason), None
@@ -221,9 +225,14 @@ def summary_metadata(
     *,
     record_path: str,
     input_asset_keys: Mapping[str, str | None],
+    finding: Finding | None = None,
 ) -> dict[str, dg.MetadataValue]:
-    """``{"ubunye/summary": <Markdown>}`` for one asset materialisation."""
-    judgement, previous_run_id = judged(instance, asset_key, partition_key, record, output.name)
+    """``{"ubunye/summary": <Markdown>}`` for one asset materialisation, showing ``finding`` when
+    its step judged it already (the event log is not read again), else judged here."""
+    if finding is not None:
+        judgement, previous_run_id = finding.judgement, finding.previous_run_id
+    else:
+        judgement, previous_run_id = judged(instance, asset_key, partition_key, record, output.name)
     summary = receipt_summary(
         record,
         output,
