@@ -21,6 +21,7 @@ from typing import Any, Literal
 import dagster as dg
 from pydantic import Field, PrivateAttr, model_validator
 
+from ubunye_core.materialisations.stored import DATA_HASH_KEY, SCHEMA_HASH_KEY, WRITER_KEY
 from ubunye_core.records.model import StepRecord
 from ubunye_core.records.sketches import combined_input_step
 from ubunye_core.store import encode_name
@@ -42,13 +43,7 @@ from ubunye_dagster.handlers import (
     handler_for_object,
     handler_for_type,
 )
-from ubunye_dagster.handlers.base import (
-    DATA_HASH_KEY,
-    SCHEMA_HASH_KEY,
-    WRITER_KEY,
-    LoadedFrame,
-    StagedWrite,
-)
+from ubunye_dagster.handlers.base import LoadedFrame, StagedWrite
 from ubunye_dagster.handlers.delta import DeltaHandler, delta_handlers, delta_writer, is_delta_table
 from ubunye_dagster.metadata import EXPECTATIONS, output_metadata
 from ubunye_dagster.recorded import RecordedOutput, latest_materialisation, receipt_of, stored_at

@@ -11,12 +11,15 @@ from abc import abstractmethod
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
-from ubunye_dagster.expectations import ArrowRuleCounter, RuleCounter
-from ubunye_dagster.handlers import arrow_files
-from ubunye_dagster.handlers.base import (
+from ubunye_core.materialisations.stored import (
     DATA_HASH_KEY,
     SCHEMA_HASH_KEY,
     WRITER_KEY,
+    read_stored,
+)
+from ubunye_dagster.expectations import ArrowRuleCounter, RuleCounter
+from ubunye_dagster.handlers import arrow_files
+from ubunye_dagster.handlers.base import (
     FrameHandler,
     LoadedFrame,
     RowsOf,
@@ -102,7 +105,7 @@ def load_arrow(path: Any, convert: Any, digest_with: str | None = None) -> Loade
     """Read the Parquet at ``path`` as ``convert(table)``; it is hashed under its writer's rules.
     With ``digest_with`` the stored bytes are digested too (beside the decode)."""
     started = time.perf_counter()
-    stored = arrow_files.read_stored(path, digest_with)
+    stored = read_stored(path, digest_with=digest_with)
     notes = stored.notes
     table = arrow_files.with_noted_row_count(stored.table, notes)
     frame = convert(table)

@@ -14,16 +14,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from ubunye_core.materialisations.stored import (
-    SIDECAR_NAME as SIDECAR_NAME,  # where handlers look for it
-)
 from ubunye_dagster.expectations import RuleCounter
 from ubunye_rows.hashing.digest import Fingerprint
-
-#: Parquet footer / sidecar keys that say who wrote a materialisation and what it hashed to.
-WRITER_KEY = "ubunye.writer"
-DATA_HASH_KEY = "ubunye.data_hash"
-SCHEMA_HASH_KEY = "ubunye.schema_hash"
 
 
 def type_is(cls: type, library: str, names: Sequence[str]) -> bool:

@@ -23,12 +23,10 @@ from ubunye_core.materialisations.delta import (
     read_delta_version,
     write_delta,
 )
+from ubunye_core.materialisations.stored import DATA_HASH_KEY, SCHEMA_HASH_KEY, WRITER_KEY
 from ubunye_dagster.handlers import arrow_files
 from ubunye_dagster.handlers.arrow_backed import ArrowBackedHandler, ArrowRows
 from ubunye_dagster.handlers.base import (
-    DATA_HASH_KEY,
-    SCHEMA_HASH_KEY,
-    WRITER_KEY,
     FrameHandler,
     LoadedFrame,
     RowsOf,

@@ -15,14 +15,16 @@ from contextlib import contextmanager, suppress
 from typing import Any
 
 from ubunye_core.materialisations.byte_digest import bytes_digest, folder_digest
-from ubunye_dagster import dagster_internals as internals
-from ubunye_dagster.expectations import RuleCounter
-from ubunye_dagster.handlers import arrow_files
-from ubunye_dagster.handlers.base import (
+from ubunye_core.materialisations.stored import (
     DATA_HASH_KEY,
     SCHEMA_HASH_KEY,
     SIDECAR_NAME,
     WRITER_KEY,
+)
+from ubunye_dagster import dagster_internals as internals
+from ubunye_dagster.expectations import RuleCounter
+from ubunye_dagster.handlers import arrow_files
+from ubunye_dagster.handlers.base import (
     FrameHandler,
     LoadedFrame,
     RowsOf,
