@@ -195,10 +195,11 @@ def test_the_written_table_of_a_pandas_frame_hashes_like_the_frame(name, tmp_pat
     frame = PANDAS_FRAMES[name]
     from upath import UPath
 
+    from ubunye_dagster.handlers.base import TableSlice
     from ubunye_dagster.handlers.pandas import PandasHandler
 
     target = UPath(tmp_path / "frame.parquet")
-    staged = PandasHandler().stage(frame, path=target, context=None)
+    staged = PandasHandler().stage(frame, TableSlice(target), context=None)
     expected = fingerprint(frame)
     assert expected.is_complete
     assert staged.fingerprint() == expected

@@ -9,6 +9,7 @@ from __future__ import annotations
 import time
 from abc import abstractmethod
 from collections.abc import Mapping
+from functools import partial
 from typing import Any, ClassVar
 
 from ubunye_core.materialisations.stored import (
@@ -24,6 +25,7 @@ from ubunye_dagster.handlers.base import (
     LoadedFrame,
     RowsOf,
     StagedWrite,
+    TableSlice,
     type_is,
 )
 from ubunye_rows.hashing import arrow_schema_pairs
@@ -134,13 +136,18 @@ class ArrowBackedHandler(FrameHandler):
     def accepts_type(self, cls: type) -> bool:
         return type_is(cls, self.kind, self.type_names)
 
-    def stage(self, obj: Any, path: Any, context: Any) -> StagedWrite:
-        return ArrowStagedWrite(self.to_arrow(obj), path, writer=self.kind)
+    def stage(self, obj: Any, table_slice: TableSlice, context: Any) -> StagedWrite:
+        return ArrowStagedWrite(self.to_arrow(obj), table_slice.location, writer=self.kind)
 
     def load(
-        self, path: Any, context: Any, as_type: type | None = None, digest_with: str | None = None
+        self,
+        table_slice: TableSlice,
+        context: Any,
+        as_type: type | None = None,
+        digest_with: str | None = None,
     ) -> LoadedFrame:
-        return load_arrow(path, lambda table: self.from_arrow(table, as_type), digest_with)
+        convert = partial(self.from_arrow, as_type=as_type)
+        return load_arrow(table_slice.location, convert, digest_with)
 
     @abstractmethod
     def to_arrow(self, obj: Any) -> Any:

@@ -29,6 +29,7 @@ from ubunye_dagster.handlers.base import (
     LoadedFrame,
     RowsOf,
     StagedWrite,
+    TableSlice,
     type_is,
 )
 from ubunye_rows.hashing import fingerprint
@@ -214,12 +215,17 @@ class SparkHandler(FrameHandler):
     def accepts_type(self, cls: type) -> bool:
         return type_is(cls, "pyspark", ("DataFrame",))
 
-    def stage(self, obj: Any, path: Any, context: Any) -> StagedWrite:
-        return SparkStagedWrite(obj, path)
+    def stage(self, obj: Any, table_slice: TableSlice, context: Any) -> StagedWrite:
+        return SparkStagedWrite(obj, table_slice.location)
 
     def load(
-        self, path: Any, context: Any, as_type: type | None = None, digest_with: str | None = None
+        self,
+        table_slice: TableSlice,
+        context: Any,
+        as_type: type | None = None,
+        digest_with: str | None = None,
     ) -> LoadedFrame:
+        path = table_slice.location
         spark = session_for(context, self.resource_key)
         started = time.perf_counter()
         if arrow_files.is_local(path) and not path.exists():
