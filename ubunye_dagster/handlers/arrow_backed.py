@@ -136,18 +136,14 @@ class ArrowBackedHandler(FrameHandler):
     def accepts_type(self, cls: type) -> bool:
         return type_is(cls, self.kind, self.type_names)
 
-    def stage(self, obj: Any, table_slice: TableSlice, context: Any) -> StagedWrite:
-        return ArrowStagedWrite(self.to_arrow(obj), table_slice.location, writer=self.kind)
+    def stage(self, obj: Any, where: TableSlice, context: Any) -> StagedWrite:
+        return ArrowStagedWrite(self.to_arrow(obj), where.location, writer=self.kind)
 
     def load(
-        self,
-        table_slice: TableSlice,
-        context: Any,
-        as_type: type | None = None,
-        digest_with: str | None = None,
+        self, where: TableSlice, context: Any, as_type: Any = None, digest_with: str | None = None
     ) -> LoadedFrame:
         convert = partial(self.from_arrow, as_type=as_type)
-        return load_arrow(table_slice.location, convert, digest_with)
+        return load_arrow(where.location, convert, digest_with)
 
     @abstractmethod
     def to_arrow(self, obj: Any) -> Any:

@@ -163,16 +163,12 @@ class FrameHandler(ABC):
         return self.accepts_type(type(obj))
 
     @abstractmethod
-    def stage(self, obj: Any, table_slice: TableSlice, context: Any) -> StagedWrite:
-        """Prepare ``obj`` to be written as ``table_slice``; nothing is visible there yet."""
+    def stage(self, obj: Any, where: TableSlice, context: Any) -> StagedWrite:
+        """Prepare ``obj`` to be written as ``where``; nothing is visible there yet."""
 
     @abstractmethod
     def load(
-        self,
-        table_slice: TableSlice,
-        context: Any,
-        as_type: type | None = None,
-        digest_with: str | None = None,
+        self, where: TableSlice, context: Any, as_type: Any = None, digest_with: str | None = None
     ) -> LoadedFrame:
-        """Read the rows of ``table_slice`` as this handler's frame (``as_type`` when given);
+        """Read the rows of ``where`` as this handler's frame (``as_type`` when given);
         with ``digest_with`` (a byte digest algorithm) also digest the stored bytes."""

@@ -36,9 +36,9 @@ from ubunye_dagster.handlers.base import (
 )
 
 
-def partition_predicate(table_slice: TableSlice) -> str | None:
+def partition_predicate(where: TableSlice) -> str | None:
     """The SQL predicate selecting one partition's rows; None for an unpartitioned asset."""
-    partition_key, expr = table_slice.partition_key, table_slice.partition_expr
+    partition_key, expr = where.partition_key, where.partition_expr
     if partition_key is None:
         return None
     by_dimension = getattr(partition_key, "keys_by_dimension", None)
@@ -121,26 +121,20 @@ class DeltaHandler(FrameHandler):
     def accepts_type(self, cls: type) -> bool:
         return self.inner.accepts_type(cls)
 
-    def stage(self, obj: Any, table_slice: TableSlice, context: Any) -> StagedWrite:
+    def stage(self, obj: Any, where: TableSlice, context: Any) -> StagedWrite:
         """Stage ``obj`` as the next version of the table (of the slice's partition's rows)."""
-        predicate = partition_predicate(table_slice)
+        predicate = partition_predicate(where)
         table = self.inner.to_arrow(obj)
-        return DeltaStagedWrite(
-            table, table_slice.location, self.kind, predicate, self.storage_options
-        )
+        return DeltaStagedWrite(table, where.location, self.kind, predicate, self.storage_options)
 
     def load(
-        self,
-        table_slice: TableSlice,
-        context: Any,
-        as_type: type | None = None,
-        digest_with: str | None = None,
+        self, where: TableSlice, context: Any, as_type: Any = None, digest_with: str | None = None
     ) -> LoadedFrame:
         """The latest version of the table (the slice's partition's rows) as this handler's
         frame, hashed under its writer's rules. A Delta table keeps no byte digest: its reads
         are proven by hashing the rows."""
-        path = table_slice.location
-        predicate = partition_predicate(table_slice)
+        path = where.location
+        predicate = partition_predicate(where)
         started = time.perf_counter()
         commits = commit_history(str(path), self.storage_options)
         version = int(commits[0]["version"]) if commits else latest_version(str(path))
@@ -186,20 +180,18 @@ def delta_writer(path: Any, storage_options: Mapping[str, Any]) -> str | None:
 
 
 def load_delta_table(
-    table_slice: TableSlice,
+    where: TableSlice,
     handlers: Sequence[FrameHandler],
     context: Any,
     wanted: Any,
     storage_options: Mapping[str, Any],
 ) -> tuple[DeltaHandler, LoadedFrame]:
-    """The Delta table of ``table_slice`` loaded by the handler of ``wanted``, else of its
+    """The Delta table of ``where`` loaded by the handler of ``wanted``, else of its
     writer; TypeError when that handler reads Parquet, not Delta tables."""
     handler = handler_for_type(handlers, wanted) if wanted is not None else None
     if handler is None:
-        writer = delta_writer(table_slice.location, storage_options)
+        writer = delta_writer(where.location, storage_options)
         handler = handler_for_kind(handlers, writer) or handlers[0]
     if not isinstance(handler, DeltaHandler):
-        raise TypeError(
-            f"{table_slice.location} is a Delta table; {handler.kind} frames read Parquet"
-        )
-    return handler, handler.load(table_slice, context, wanted)
+        raise TypeError(f"{where.location} is a Delta table; {handler.kind} frames read Parquet")
+    return handler, handler.load(where, context, wanted)

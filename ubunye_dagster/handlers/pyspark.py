@@ -215,17 +215,13 @@ class SparkHandler(FrameHandler):
     def accepts_type(self, cls: type) -> bool:
         return type_is(cls, "pyspark", ("DataFrame",))
 
-    def stage(self, obj: Any, table_slice: TableSlice, context: Any) -> StagedWrite:
-        return SparkStagedWrite(obj, table_slice.location)
+    def stage(self, obj: Any, where: TableSlice, context: Any) -> StagedWrite:
+        return SparkStagedWrite(obj, where.location)
 
     def load(
-        self,
-        table_slice: TableSlice,
-        context: Any,
-        as_type: type | None = None,
-        digest_with: str | None = None,
+        self, where: TableSlice, context: Any, as_type: Any = None, digest_with: str | None = None
     ) -> LoadedFrame:
-        path = table_slice.location
+        path = where.location
         spark = session_for(context, self.resource_key)
         started = time.perf_counter()
         if arrow_files.is_local(path) and not path.exists():

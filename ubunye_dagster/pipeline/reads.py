@@ -16,7 +16,7 @@ from ubunye_dagster.handlers.base import PARTITION_EXPR
 from ubunye_dagster.recorded import RecordedOutput, latest_materialisation, receipt_of
 from ubunye_dagster.resource import UbunyeResource
 from ubunye_dagster.session import LoadedInput, StepSession
-from ubunye_dagster.storage.base import Part, Storage, StoredRead
+from ubunye_dagster.storage.base import Part, ReadRequest, Storage, StoredRead
 
 
 class UnverifiedReadError(Exception):
@@ -99,7 +99,7 @@ class InputRead:
         by_bytes = recorded.bytes_algorithm() if recorded is not None else None
         if resource.verify_reads == "rows":
             by_bytes = None  # the rows are hashed on every read
-        read = self.storage.read(self.context, part, latest, wanted, by_bytes)
+        read = self.storage.read(self.context, ReadRequest(part, latest, wanted, by_bytes))
         step, mismatch = self.input_step(read, part, recorded, by_bytes)
         if read.loaded.source_version is not None:
             step.source_version = read.loaded.source_version

@@ -46,6 +46,19 @@ class Part:
         return TableSlice(location, self.partition_key, self.partition_expr)
 
 
+@dataclass(frozen=True)
+class ReadRequest:
+    """What one part's read asks of a storage."""
+
+    part: Part
+    #: The part's latest materialisation in Dagster (where it says the rows are), or None.
+    latest: dg.EventLogRecord | None = None
+    #: The frame type wanted; None for the writer's.
+    wanted: Any = None
+    #: A byte digest algorithm: digest the stored bytes too (None: do not).
+    digest_with: str | None = None
+
+
 @dataclass
 class StoredRead:
     """One part's rows as read: the handler that read them, the frame and where they were."""
@@ -78,15 +91,6 @@ class Storage(ABC):
         return parts
 
     @abstractmethod
-    def read(
-        self,
-        context: dg.InputContext,
-        part: Part,
-        latest: dg.EventLogRecord | None,
-        wanted: Any,
-        digest_with: str | None,
-    ) -> StoredRead:
-        """``part``'s rows as ``wanted`` (a frame type, or None for the writer's), with
-        ``digest_with`` (a byte digest algorithm) also the stored bytes' digest. ``latest`` is
-        its latest materialisation in Dagster (where it says the rows are). FileNotFoundError
-        when nothing is stored for it."""
+    def read(self, context: dg.InputContext, request: ReadRequest) -> StoredRead:
+        """The rows of ``request.part``, with the handler that read them; FileNotFoundError when
+        nothing is stored for it."""

@@ -21,7 +21,7 @@ from ubunye_dagster.handlers.delta import (
     load_delta_table,
 )
 from ubunye_dagster.recorded import stored_at
-from ubunye_dagster.storage.base import Part, Storage, StoredRead
+from ubunye_dagster.storage.base import Part, ReadRequest, Storage, StoredRead
 from ubunye_dagster.storage.files import FileStorage
 
 
@@ -47,18 +47,12 @@ class DeltaStorage(Storage):
             return part.slice_at(self.table_path(part))
         return self.files.slice_of(part, handler)
 
-    def read(
-        self,
-        context: dg.InputContext,
-        part: Part,
-        latest: dg.EventLogRecord | None,
-        wanted: Any,
-        digest_with: str | None,
-    ) -> StoredRead:
-        if stored_at(latest) is not None:  # where its writer's receipt says, table or files
-            return self.files.read(context, part, latest, wanted, digest_with)
+    def read(self, context: dg.InputContext, request: ReadRequest) -> StoredRead:
+        if stored_at(request.latest) is not None:  # where its writer's receipt says
+            return self.files.read(context, request)
+        part = request.part
         table = self.table_path(part)
         if not is_delta_table(table):
-            return self.files.read_at(self.files.path(part), context, part, wanted, digest_with)
-        args = (self.handlers(), context, wanted, self.files.storage_options)
+            return self.files.read_at(self.files.path(part), context, request)
+        args = (self.handlers(), context, request.wanted, self.files.storage_options)
         return StoredRead(*load_delta_table(part.slice_at(table), *args), table)

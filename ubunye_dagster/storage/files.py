@@ -20,7 +20,7 @@ from ubunye_core.store import encode_name
 from ubunye_dagster.handlers import FrameHandler, arrow_files, handler_for_kind, handler_for_type
 from ubunye_dagster.handlers.delta import is_delta_table, load_delta_table
 from ubunye_dagster.recorded import stored_at
-from ubunye_dagster.storage.base import Part, Storage, StoredRead
+from ubunye_dagster.storage.base import Part, ReadRequest, Storage, StoredRead
 
 EXTENSION = ".parquet"
 _PLAIN_SEGMENT = re.compile(r"^[A-Za-z0-9_=+@,-][A-Za-z0-9_.=+@,-]*$")
@@ -84,31 +84,23 @@ class FileStorage(Storage):
     def slice_of(self, part: Part, handler: FrameHandler) -> Any:
         return part.slice_at(self.path(part))
 
-    def read(
-        self,
-        context: dg.InputContext,
-        part: Part,
-        latest: dg.EventLogRecord | None,
-        wanted: Any,
-        digest_with: str | None,
-    ) -> StoredRead:
-        written_at = stored_at(latest)  # written outside the IO manager, where its receipt says
+    def read(self, context: dg.InputContext, request: ReadRequest) -> StoredRead:
+        written_at = stored_at(request.latest)  # written elsewhere, where its receipt says
         if written_at is None:
-            return self.read_at(self.path(part), context, part, wanted, digest_with)
+            return self.read_at(self.path(request.part), context, request)
         path = self.stored_path(written_at)
         if is_delta_table(path):
-            table_slice = part.slice_at(path)
-            args = (self._handlers, context, wanted, self.storage_options)
-            return StoredRead(*load_delta_table(table_slice, *args), path)
-        return self.read_at(path, context, part, wanted, digest_with)
+            args = (self._handlers, context, request.wanted, self.storage_options)
+            return StoredRead(*load_delta_table(request.part.slice_at(path), *args), path)
+        return self.read_at(path, context, request)
 
-    def read_at(
-        self, path: Any, context: Any, part: Part, wanted: Any, digest_with: str | None
-    ) -> StoredRead:
-        """The Parquet at ``path`` read by the handler of ``wanted``, else of its writer."""
+    def read_at(self, path: Any, context: Any, request: ReadRequest) -> StoredRead:
+        """The Parquet at ``path`` read by the handler of the type wanted, else of its writer."""
+        wanted = request.wanted
         handler = handler_for_type(self._handlers, wanted) if wanted is not None else None
         if handler is None:
             writer = arrow_files.stored_writer_notes(path).get(WRITER_KEY)
             handler = handler_for_kind(self._handlers, writer) or self._handlers[0]
-        loaded = handler.load(part.slice_at(path), context, wanted, digest_with=digest_with)
+        where = request.part.slice_at(path)
+        loaded = handler.load(where, context, wanted, digest_with=request.digest_with)
         return StoredRead(handler, loaded, path)

@@ -19,7 +19,7 @@ from ubunye_dagster.handlers.arrow_backed import ArrowBackedHandler, ArrowRows
 from ubunye_dagster.handlers.base import RowsOf, TableSlice
 from ubunye_dagster.handlers.pyspark import SparkRows
 from ubunye_dagster.metadata import URI
-from ubunye_dagster.storage.base import Part, Storage, StoredRead
+from ubunye_dagster.storage.base import Part, ReadRequest, Storage, StoredRead
 
 
 def stated_location(metadata: Mapping[str, Any]) -> str | None:
@@ -106,19 +106,15 @@ class InnerStorageHandler(FrameHandler):
     def accepts_type(self, cls: type) -> bool:
         return self.frames.accepts_type(cls)
 
-    def stage(self, obj: Any, table_slice: TableSlice, context: Any) -> StagedWrite:
+    def stage(self, obj: Any, where: TableSlice, context: Any) -> StagedWrite:
         rows = rows_in_memory(self.frames, obj)
-        return HandOver(rows, self.inner, context, obj, str(table_slice.location), self.storage)
+        return HandOver(rows, self.inner, context, obj, str(where.location), self.storage)
 
     def load(
-        self,
-        table_slice: TableSlice,
-        context: Any,
-        as_type: type | None = None,
-        digest_with: str | None = None,
+        self, where: TableSlice, context: Any, as_type: Any = None, digest_with: str | None = None
     ) -> LoadedFrame:
         # The inner IO manager's storage has no bytes of ours to digest: rows are always hashed.
-        preloaded = table_slice.location
+        preloaded = where.location
         rows = rows_in_memory(self.frames, preloaded.frame)
         return LoadedFrame(
             frame=preloaded.frame,
@@ -178,22 +174,16 @@ class InnerIOManagerStorage(Storage):
             PreloadedPart(**vars(whole), frame=loaded, read_seconds=seconds, verifiable=verifiable)
         ]
 
-    def read(
-        self,
-        context: dg.InputContext,
-        part: Part,
-        latest: dg.EventLogRecord | None,
-        wanted: Any,
-        digest_with: str | None,
-    ) -> StoredRead:
+    def read(self, context: dg.InputContext, request: ReadRequest) -> StoredRead:
+        part = request.part
         handler = next((h for h in self._handlers if h.accepts(part.frame)), None)
         if handler is None:
             raise TypeError(
                 f"{self.name} loaded a {type(part.frame).__name__}, which rows-v1 "
                 "cannot hash (pandas, pyarrow, polars or Spark frames)"
             )
-        where = Preloaded(part.frame, self.input_location(part, latest), part.read_seconds)
-        loaded = handler.load(part.slice_at(where), context, wanted, digest_with)
+        where = Preloaded(part.frame, self.input_location(part, request.latest), part.read_seconds)
+        loaded = handler.load(part.slice_at(where), context, request.wanted)
         return StoredRead(handler, loaded, where, verifiable=part.verifiable)
 
     def input_location(self, part: Part, latest: dg.EventLogRecord | None) -> str:
