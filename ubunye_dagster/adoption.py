@@ -60,11 +60,20 @@ class DriftSensorSettings(BaseModel):
         description="Seconds a tick waits for its on_drift calls, all together.",
     )
 
-    def build(self, on_drift: DriftHook | None = None) -> dg.SensorDefinition:
-        """The drift sensor these settings describe, calling ``on_drift`` on each flag."""
+    def build(
+        self, on_drift: DriftHook | None = None, storage_options: dict[str, Any] | None = None
+    ) -> dg.SensorDefinition:
+        """The drift sensor these settings describe, calling ``on_drift`` on each flag and
+        reading records with ``storage_options`` (the store's, set in ``ReceiptSettings``)."""
         arguments = self.model_dump(exclude={"default_status"})
         status = dg.DefaultSensorStatus(self.default_status)
-        return build_drift_sensor(None, default_status=status, on_drift=on_drift, **arguments)
+        return build_drift_sensor(
+            None,
+            default_status=status,
+            on_drift=on_drift,
+            storage_options=storage_options,
+            **arguments,
+        )
 
 
 class ReceiptSettings(BaseModel):
@@ -161,7 +170,11 @@ class ReceiptSettings(BaseModel):
             checks += build_expectation_checks(stored)
         checks = [c for c in checks if not (set(c.check_keys) & taken)]
         sensor_names = {s.name for s in (existing.sensors or [])} if existing else set()
-        sensors = [self.drift_sensor.build(self.on_drift)] if self.drift_sensor else []
+        sensors = (
+            [self.drift_sensor.build(self.on_drift, self.storage_options)]
+            if self.drift_sensor
+            else []
+        )
         return dg.Definitions(
             asset_checks=checks, sensors=[s for s in sensors if s.name not in sensor_names]
         )
@@ -173,6 +186,7 @@ class ReceiptSettings(BaseModel):
             "flag_reasons": sensor.flag_reasons,
             "strict_sources": sensor.strict_sources,
             "use_lineage_store": sensor.use_lineage_store,
+            "storage_options": self.storage_options,
         }
 
 

@@ -7,6 +7,7 @@ from collections.abc import Iterable
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from ubunye_core.locations import StoreAccess
 from ubunye_core.records import drift
 from ubunye_dagster.drift_hooks import DEFAULT_HOOK_TIMEOUT_SECONDS
 
@@ -26,6 +27,9 @@ class DriftSettings(BaseModel):
     use_lineage_store: bool = True
     #: Time a tick gives its `on_drift` calls, all together.
     on_drift_timeout_seconds: float = Field(default=DEFAULT_HOOK_TIMEOUT_SECONDS, gt=0)
+    #: How record files and stored data are read: the store's options, where the IO manager's
+    #: are set (kept out of the check's spec metadata, which the UI shows).
+    access: StoreAccess = Field(default_factory=StoreAccess, repr=False)
 
     @field_validator("flag_reasons", mode="before")
     @classmethod

@@ -12,6 +12,7 @@ from typing import Any, Literal
 import dagster as dg
 from pydantic import Field, PrivateAttr, model_validator
 
+from ubunye_core.locations import StoreAccess
 from ubunye_dagster.handlers import default_handlers
 from ubunye_dagster.pipeline import ReceiptPipeline
 from ubunye_dagster.pipeline import UnverifiedReadError as UnverifiedReadError
@@ -81,7 +82,9 @@ class UbunyeIOManager(dg.ConfigurableIOManager):
 
     def pipeline(self) -> ReceiptPipeline:
         """The receipt pipeline around this IO manager's storage."""
-        return ReceiptPipeline(self.resource, self.storage())
+        # Records are read back with the record store's options, else the data's.
+        access = StoreAccess(storage_options=self.resource.storage_options or self.storage_options)
+        return ReceiptPipeline(self.resource, self.storage(), access)
 
     def handle_output(self, context: dg.OutputContext, obj: Any) -> None:
         """Stage, hash, check, then atomically write ``obj``, save the asset's record (an

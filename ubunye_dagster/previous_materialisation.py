@@ -11,6 +11,7 @@ from typing import Any
 import dagster as dg
 from pydantic import BaseModel, ConfigDict
 
+from ubunye_core.locations import StoreAccess
 from ubunye_core.records import drift
 from ubunye_core.records.model import RunRecord
 from ubunye_dagster import metadata as metadata_keys
@@ -162,17 +163,16 @@ def filled_receipt(
         return receipt
     path = receipt.record_path
     if path not in records_cache:
-        records_cache[path] = read_run_record(path, notes)
+        records_cache[path] = read_run_record(path, notes, settings.access)
     record = records_cache[path]
     return receipt.filled_from_record(record) if record is not None else receipt
 
 
-def read_run_record(path: str, notes: list[str]) -> RunRecord | None:
-    """Read a run record file (local path or fsspec URL); None, with a note, if unreadable."""
-    from upath import UPath
-
+def read_run_record(path: str, notes: list[str], access: StoreAccess) -> RunRecord | None:
+    """Read a run record file (local path or fsspec URL, opened through ``access``); None, with a
+    note, if unreadable."""
     try:
-        return RunRecord.from_json(UPath(path).read_text(encoding="utf-8"))
+        return RunRecord.from_json(access.path(path).read_text(encoding="utf-8"))
     except (OSError, ValueError) as error:
         notes.append(f"run record {path} unreadable: {type(error).__name__}: {error}")
         return None

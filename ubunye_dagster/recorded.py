@@ -3,11 +3,12 @@ held against, and the input step it proves when the stored bytes still hash to i
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import dagster as dg
 
+from ubunye_core.locations import StoreAccess
 from ubunye_core.materialisations.byte_digest import algorithm_of
 from ubunye_core.records.model import SKETCH_FIELD, StepRecord
 from ubunye_core.records.sketches import recorded_sketch
@@ -35,6 +36,8 @@ class RecordedOutput:
     bytes_hash: str | None = None
     #: The run record the materialisation wrote (its sketch comes from there).
     record_path: str | None = None
+    #: How that record is opened (the store's options).
+    access: StoreAccess = field(default_factory=StoreAccess, repr=False)
 
     def bytes_algorithm(self) -> str | None:
         """The algorithm to digest the stored bytes with, when a matching digest would prove the
@@ -63,7 +66,7 @@ class RecordedOutput:
             f"verified: its stored bytes hash to the byte digest recorded by {self.source}, so "
             "its rows are those of the recorded digest (not hashed again)"
         )
-        sketch = recorded_sketch(self.record_path, self.data_hash)
+        sketch = recorded_sketch(self.record_path, self.data_hash, self.access)
         if sketch is not None:  # so the digest still combines with others
             setattr(step, SKETCH_FIELD, sketch)
         return step
@@ -94,9 +97,12 @@ def latest_materialisation(
 
 
 def receipt_of(
-    latest: dg.EventLogRecord | None, asset_key: dg.AssetKey | None
+    latest: dg.EventLogRecord | None,
+    asset_key: dg.AssetKey | None,
+    access: StoreAccess | None = None,
 ) -> RecordedOutput | None:
-    """The receipt a materialisation's metadata holds; None without ``ubunye/data_hash``."""
+    """The receipt a materialisation's metadata holds (its record opened through ``access``);
+    None without ``ubunye/data_hash``."""
     metadata = _metadata_of(latest)
     data_hash = _value(metadata, DATA_HASH)
     if not data_hash or asset_key is None:
@@ -110,6 +116,7 @@ def receipt_of(
         hash_method=_value(metadata, HASH_METHOD),
         bytes_hash=_value(metadata, BYTES_HASH),
         record_path=_value(metadata, RECORD_PATH),
+        access=access or StoreAccess(),
     )
 
 

@@ -19,6 +19,7 @@ from typing import Any
 
 import dagster as dg
 
+from ubunye_core.locations import StoreAccess
 from ubunye_core.records import drift
 from ubunye_dagster import dagster_internals as internals
 from ubunye_dagster.previous_materialisation import (
@@ -41,17 +42,23 @@ class StepVerdict:
 
     finding: Finding
     flag_reasons: tuple[str, ...]
+    #: How the store is read (a flagged verdict's changed rows come from it).
+    access: StoreAccess
 
 
 def judge_in_step(
-    context: dg.OutputContext, partition_key: str | None, entries: Mapping[str, Any]
+    context: dg.OutputContext,
+    partition_key: str | None,
+    entries: Mapping[str, Any],
+    access: StoreAccess | None = None,
 ) -> StepVerdict | None:
     """The materialisation the output is about to make (``entries``: the receipt's metadata the
     IO manager adds next) judged with the check's own settings, when the run evaluates
-    ``ubunye_reproducible`` on it; None otherwise. A verdict that cannot be given is left to the
+    ``ubunye_reproducible`` on it (records read through ``access``, the IO manager's store
+    options); None otherwise. A verdict that cannot be given is left to the
     check's step, and never fails the write."""
     try:
-        return _judge(context, partition_key, entries)
+        return _judge(context, partition_key, entries, access or StoreAccess())
     except Exception as error:
         _warn_no_verdict(context, error)
         return None
@@ -61,7 +68,7 @@ def report_reproducibility(context: dg.OutputContext, verdict: StepVerdict) -> b
     """Log the verdict's ``ubunye_reproducible`` evaluation in the output's step. Returns whether
     it was logged; one that cannot be is left to the check's step, and never fails the write."""
     try:
-        evaluation = check_evaluation_for(verdict.finding, verdict.flag_reasons)
+        evaluation = check_evaluation_for(verdict.finding, verdict.flag_reasons, verdict.access)
         return internals.report_check_evaluations(context.step_context, [evaluation], context) == 1
     except Exception as error:
         _warn_no_verdict(context, error)
@@ -76,7 +83,10 @@ def _warn_no_verdict(context: dg.OutputContext, error: Exception) -> None:
 
 
 def _judge(
-    context: dg.OutputContext, partition_key: str | None, entries: Mapping[str, Any]
+    context: dg.OutputContext,
+    partition_key: str | None,
+    entries: Mapping[str, Any],
+    access: StoreAccess,
 ) -> StepVerdict | None:
     step_context = context.step_context
     check_key = dg.AssetCheckKey(context.asset_key, CHECK_NAME)
@@ -85,13 +95,15 @@ def _judge(
     instance = internals.instance_of(step_context)
     if settings is None or instance is None:
         return None
+    # The spec's metadata is shown in the UI, so the store's options come from the IO manager.
+    settings = settings.model_copy(update={"access": access})
     run_id, _ = internals.run_and_step_of(step_context)
     if check_key not in _planned_checks(instance, run_id):
         return None
     finding = judge_before_storage(
         instance, context.asset_key, partition_key, _receipt(context, entries), settings, run_id
     )
-    return StepVerdict(finding=finding, flag_reasons=settings.flag_reasons)
+    return StepVerdict(finding=finding, flag_reasons=settings.flag_reasons, access=access)
 
 
 def _planned_checks(instance: dg.DagsterInstance, run_id: str) -> frozenset[dg.AssetCheckKey]:

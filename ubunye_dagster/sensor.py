@@ -19,6 +19,7 @@ import dagster as dg
 from pydantic import BaseModel, ConfigDict
 
 from ubunye_core.diff.report import drift_rows
+from ubunye_core.locations import StoreAccess
 from ubunye_core.records import drift
 from ubunye_core.records.model import RunRecord
 from ubunye_dagster import dagster_internals as internals
@@ -184,9 +185,12 @@ def judge_pending_materialisations(
 
 
 def check_evaluation_for(
-    finding: Finding, flag_reasons: Iterable[str] = drift.DEFAULT_FLAG_REASONS
+    finding: Finding,
+    flag_reasons: Iterable[str] = drift.DEFAULT_FLAG_REASONS,
+    access: StoreAccess | None = None,
 ) -> dg.AssetCheckEvaluation:
-    """The `ubunye_reproducible` evaluation that makes a finding visible on the asset."""
+    """The `ubunye_reproducible` evaluation that makes a finding visible on the asset (a
+    flagged one's changed rows read from the store through ``access``)."""
     judgement = finding.judgement
     flag_reasons = tuple(flag_reasons)
     flagged = judgement.is_flagged(flag_reasons)
@@ -196,7 +200,7 @@ def check_evaluation_for(
         passed=not flagged,
         severity=SEVERITY_BY_REASON[judgement.reason] if flagged else dg.AssetCheckSeverity.WARN,
         description=_describe(finding, flag_reasons),
-        metadata=_evaluation_metadata(finding, flagged, tuple(flag_reasons)),
+        metadata=_evaluation_metadata(finding, flagged, tuple(flag_reasons), access),
         target_materialization_data=None
         if finding.storage_id is None
         else AssetCheckEvaluationTargetMaterializationData(
@@ -260,7 +264,9 @@ def evaluate_drift_tick(
         run_requests=run_requests,
         # Without run requests Dagster records the tick as skipped; say what it did.
         skip_reason=None if run_requests else _tick_summary(len(findings), lines),
-        asset_events=[check_evaluation_for(f, settings.flag_reasons) for f in findings],
+        asset_events=[
+            check_evaluation_for(f, settings.flag_reasons, settings.access) for f in findings
+        ],
         cursor=moved_to.dump(),
     )
     # Last, once the tick is decided: a tick that raised would judge (and notify) again.
@@ -326,16 +332,16 @@ def build_drift_sensor(
     default_status: dg.DefaultSensorStatus = dg.DefaultSensorStatus.STOPPED,
     on_drift: DriftHook | str | None = None,
     on_drift_timeout_seconds: float = DEFAULT_HOOK_TIMEOUT_SECONDS,
+    storage_options: Mapping[str, Any] | None = None,
 ) -> dg.SensorDefinition:
     """A sensor that judges every new materialisation of the watched assets for drift.
 
     `assets=None` watches every asset whose materialisations carry Ubunye metadata. A flagged
     materialisation tags its run `ubunye/drift=<reason>`, fails the `ubunye_reproducible` check
     and, when `alert_job` (a job definition or the name of one) is given, requests one run of it.
-    `on_drift` (a callable, or its dotted import path) is called with each flagged
-    `DriftVerdict`, once, within `on_drift_timeout_seconds` for the whole tick.
-    `strict_sources` judges assets that read no asset strictly, as `ubunye/deterministic` does.
-    The watched assets' `ubunye/expectations` are validated here, as the definitions load.
+    `on_drift` (a callable or its import path) gets each flagged `DriftVerdict` once, within
+    `on_drift_timeout_seconds` a tick. `strict_sources` judges assets that read no asset strictly,
+    as `ubunye/deterministic` does; records are read with `storage_options`.
     """
     assets = None if assets is None else list(assets)
     validate_declared_expectations(assets or ())
@@ -347,6 +353,7 @@ def build_drift_sensor(
         tick_time_budget_seconds=tick_time_budget_seconds,
         use_lineage_store=use_lineage_store,
         on_drift_timeout_seconds=on_drift_timeout_seconds,
+        access=StoreAccess(storage_options=dict(storage_options or {})),
     )
     asset_keys = None if assets is None else watched_asset_keys(assets)
     evaluate = _tick_function(
@@ -398,13 +405,14 @@ def build_reproducibility_checks(
     flag_reasons: Iterable[str] = drift.DEFAULT_FLAG_REASONS,
     strict_sources: bool = False,
     use_lineage_store: bool = True,
+    storage_options: Mapping[str, Any] | None = None,
 ) -> list[dg.AssetChecksDefinition]:
     """Declare the `ubunye_reproducible` check on each asset, so the UI shows its verdicts.
 
     An asset stored through the Ubunye IO manager gets its verdict in its own step, as its
     receipt is written; the check's step judges, in a run, only the selected assets that no
     step judged, and executed by hand the asset's latest materialisation. The drift sensor
-    reports the same verdicts for every materialisation.
+    reports the same verdicts for every materialisation; records are read with `storage_options`.
     """
     assets = list(assets)
     validate_declared_expectations(assets)
@@ -413,6 +421,7 @@ def build_reproducibility_checks(
         strict_sources=strict_sources,
         deterministic_keys=declared_deterministic(assets),
         use_lineage_store=use_lineage_store,
+        access=StoreAccess(storage_options=dict(storage_options or {})),
     )
     specs = [
         dg.AssetCheckSpec(
@@ -550,7 +559,7 @@ def _judge_latest(
         )
     record = latest[0]
     finding = _judge_record(instance, record, metadata_values(record), settings, {}, {})
-    evaluation = check_evaluation_for(finding, settings.flag_reasons)
+    evaluation = check_evaluation_for(finding, settings.flag_reasons, settings.access)
     return dg.AssetCheckResult(
         asset_key=key,
         check_name=CHECK_NAME,
@@ -638,7 +647,7 @@ def _describe(finding: Finding, flag_reasons: Iterable[str]) -> str:
 
 
 def _evaluation_metadata(
-    finding: Finding, flagged: bool, flag_reasons: tuple[str, ...]
+    finding: Finding, flagged: bool, flag_reasons: tuple[str, ...], access: StoreAccess | None
 ) -> dict[str, Any]:
     judgement = finding.judgement
     current, previous = finding.receipt, finding.previous_receipt
@@ -669,7 +678,7 @@ def _evaluation_metadata(
     if finding.notes:
         entries["ubunye/notes"] = dg.MetadataValue.json(list(finding.notes))
     if flagged and previous is not None:
-        entries.update(_changed_rows_metadata(previous, current))
+        entries.update(_changed_rows_metadata(previous, current, access or StoreAccess()))
     return {key: value for key, value in entries.items() if value is not None}
 
 
@@ -678,17 +687,17 @@ def _id_text(storage_id: int | None) -> dg.TextMetadataValue | None:
 
 
 def _changed_rows_metadata(
-    previous: drift.DriftEvidence, current: drift.DriftEvidence
+    previous: drift.DriftEvidence, current: drift.DriftEvidence, access: StoreAccess
 ) -> dict[str, Any]:
     """Which rows drifted, from the two run records: per output the rows changed at most (the
     sketches) and up to 5 rows removed and added when both versions are still stored."""
     notes: list[str] = []
     paths = (previous.record_path, current.record_path)
-    records = [read_run_record(path, notes) for path in paths if path]
+    records = [read_run_record(path, notes, access) for path in paths if path]
     if len(records) != 2 or None in records:
         return {}
     try:
-        found = drift_rows(records[0], records[1], sample=5)
+        found = drift_rows(records[0], records[1], sample=5, storage_options=access.storage_options)
     except Exception as exc:  # the verdict stands without the rows; say why they are missing
         return {"ubunye/rows_changed_error": f"{type(exc).__name__}: {exc}"}
     return {"ubunye/rows_changed": dg.MetadataValue.json(found)} if found else {}

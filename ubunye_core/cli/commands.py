@@ -28,6 +28,7 @@ from ubunye_core.materialisations.staging import DEFAULT_STALE_AFTER
 from ubunye_core.paths import is_local
 from ubunye_core.records.times import instant
 from ubunye_core.records.vocabulary import DEFAULT_FLAG_REASONS, DRIFT_REASONS, RUN_STATUSES
+from ubunye_core.storage_options import STORAGE_OPTIONS_ENV, storage_options_from_json
 from ubunye_core.store.errors import LineageStoreError, UnreadableRecordWarning
 from ubunye_core.store.names import LINEAGE_SUBDIR, task_name_for_key
 from ubunye_core.wording import counted
@@ -78,25 +79,41 @@ def _existing_folder(path: _Path, what: str) -> _Path:
 
 
 def _open_store(
-    usecase_dir: str, lineage_dir: str, *, use_index: bool = True, as_json: bool = False
+    usecase_dir: str,
+    lineage_dir: str,
+    *,
+    use_index: bool = True,
+    as_json: bool = False,
+    storage_options: dict[str, Any] | None = None,
 ) -> LineageStore:
-    """The store at ``--lineage-dir`` (a URL, an absolute path, or a path under ``-d``), with a
-    progress bar on a terminal for long index work (never with --json). The folder named must
-    exist: ``--lineage-dir`` when it is a URL or absolute, else ``-d`` (whose records folder
-    may not be made yet)."""
+    """The store at ``--lineage-dir`` (a URL, an absolute path, or a path under ``-d``, opened
+    with ``--storage-options``), with a progress bar on a terminal for long index work (never
+    with --json). The folder named must exist: ``--lineage-dir`` when it is a URL or absolute,
+    else ``-d`` (whose records folder may not be made yet)."""
     from ubunye_core.store import LineageStore
-    from ubunye_core.store.layout import as_path
 
     if "://" in lineage_dir or os.path.isabs(lineage_dir):
-        root = _existing_folder(as_path(lineage_dir), "the lineage folder")
+        root = _existing_folder(_location(lineage_dir, storage_options), "the lineage folder")
     else:
-        root = _existing_folder(as_path(usecase_dir), "the use case folder") / lineage_dir
+        usecase = _location(usecase_dir, storage_options)
+        root = _existing_folder(usecase, "the use case folder") / lineage_dir
     progress = None
     if not as_json and sys.stderr.isatty():
         from ubunye_core.cli.render import TerminalProgress
 
         progress = TerminalProgress()
     return LineageStore(root, use_index=use_index, progress=progress)
+
+
+def _location(text: str, storage_options: dict[str, Any] | None) -> Path | UPath:
+    """``text`` as a path to open: plain local ones without fsspec, URLs with the options."""
+    from ubunye_core.store.layout import as_path, plain_local_path
+
+    if not storage_options or plain_local_path(text) is not None:
+        return as_path(text)
+    from upath import UPath
+
+    return UPath(text, **storage_options)
 
 
 def _asset_parts(asset: str) -> list[str]:
@@ -167,13 +184,18 @@ class Selection:
     task: str | None
     asset: str | None
     as_json: bool
+    storage_options: dict[str, Any]
 
     @functools.cached_property
     def store(self) -> LineageStore:
         """The store, opened when first asked for (a CliError when its folder is missing), so
         a command reports that as it reports its other failures."""
         return _open_store(
-            self.usecase_dir, self.lineage_dir, use_index=self.use_index, as_json=self.as_json
+            self.usecase_dir,
+            self.lineage_dir,
+            use_index=self.use_index,
+            as_json=self.as_json,
+            storage_options=self.storage_options,
         )
 
     def task_path(self) -> str:
@@ -196,6 +218,23 @@ class Selection:
             make_console().print(human)
 
 
+def _json_object(_ctx: click.Context, param: click.Parameter, value: str | None) -> dict[str, Any]:
+    """``value`` read as a JSON object; else the usage error saying why it is not one."""
+    try:
+        return storage_options_from_json(value, f"--{param.name.replace('_', '-')}")
+    except ValueError as exc:
+        raise click.BadParameter(f"{exc}.") from exc
+
+
+_storage_options_option = click.option(
+    "--storage-options",
+    default=None,
+    envvar=STORAGE_OPTIONS_ENV,
+    callback=_json_object,
+    help="fsspec options of the store as JSON, e.g. "
+    '\'{"client_kwargs": {"endpoint_url": "..."}}\' (default: $' + STORAGE_OPTIONS_ENV + ").",
+)
+
 _STORE_OPTIONS = [
     click.option("-d", "--usecase-dir", default=".", show_default=True, help="Use case folder."),
     click.option(
@@ -205,6 +244,7 @@ _STORE_OPTIONS = [
         help="Records folder, under -d unless absolute or a URL (s3://..., memory://...).",
     ),
     click.option("--json", "as_json", is_flag=True, help="Print one JSON document."),
+    _storage_options_option,
 ]
 
 _SELECTION_OPTIONS = [
@@ -239,10 +279,19 @@ def _selected(func: Callable[..., Any]) -> Callable[..., Any]:
         package: str | None,
         task: str | None,
         asset: str | None,
+        storage_options: dict[str, Any],
         **options: Any,
     ) -> Any:
         selection = Selection(
-            usecase_dir, lineage_dir, not no_index, usecase, package, task, asset, as_json
+            usecase_dir,
+            lineage_dir,
+            not no_index,
+            usecase,
+            package,
+            task,
+            asset,
+            as_json,
+            storage_options,
         )
         return func(selection, **options)
 
@@ -468,7 +517,9 @@ def _with_store_options(func: Callable[..., Any]) -> Callable[..., Any]:
 @lineage.command("reindex")
 @_with_store_options
 @click.option("--full", is_flag=True, help="Delete the index and build it from every record.")
-def reindex_command(usecase_dir: str, lineage_dir: str, as_json: bool, full: bool) -> None:
+def reindex_command(
+    usecase_dir: str, lineage_dir: str, as_json: bool, storage_options: dict[str, Any], full: bool
+) -> None:
     """Bring the lineage index up to date with the record files.
 
     With --full the index is deleted and built anew. Reports the records read and the
@@ -476,7 +527,7 @@ def reindex_command(usecase_dir: str, lineage_dir: str, as_json: bool, full: boo
     """
     from ubunye_core.cli.render import reindex_document, reindex_text
 
-    store = _open_store(usecase_dir, lineage_dir, as_json=as_json)
+    store = _open_store(usecase_dir, lineage_dir, as_json=as_json, storage_options=storage_options)
     report = store.reindex(full=full)
     for _, reason in report.unreadable:
         warnings.warn(
@@ -534,7 +585,9 @@ def diff_command(
             pair = earlier_first(a, b)
             before, after = (recorded_version(r, output_step(r, output)) for r in pair)
         columns = [name.strip() for name in key.split(",") if name.strip()] if key else None
-        report = diff_versions(before, after, key=columns)
+        report = diff_versions(
+            before, after, key=columns, storage_options=selection.storage_options
+        )
     except (CliError, ReportError, LineageStoreError, ValueError, OSError) as exc:
         raise DiffTrouble(str(exc)) from exc
     selection.print(report.to_dict(limit), "\n".join(report.lines(limit)))
@@ -597,17 +650,6 @@ def _two_runs(
     return latest_pair(selection.store, task_path)
 
 
-def _json_object(_ctx: click.Context, _param: click.Parameter, value: str) -> dict[str, Any]:
-    """``value`` read as a JSON object; else the usage error saying why it is not one."""
-    try:
-        options = json.loads(value)
-    except json.JSONDecodeError as exc:
-        raise click.BadParameter(f"{value!r} is not JSON: {exc}.") from exc
-    if not isinstance(options, dict):
-        raise click.BadParameter(f"{value!r} is not a JSON object ({{...}}).")
-    return options
-
-
 @cli.command("clean")
 @click.argument("base_path")
 @click.option(
@@ -619,12 +661,7 @@ def _json_object(_ctx: click.Context, _param: click.Parameter, value: str) -> di
     help="Hours after which another host's staging entry counts as left by a dead writer.",
 )
 @click.option("--dry-run", is_flag=True, help="List what would be removed; remove nothing.")
-@click.option(
-    "--storage-options",
-    default="{}",
-    callback=_json_object,
-    help='fsspec options as JSON, e.g. \'{"client_kwargs": {"endpoint_url": "..."}}\'.',
-)
+@_storage_options_option
 def clean_command(
     base_path: str, older_than_hours: float, dry_run: bool, storage_options: dict[str, Any]
 ) -> None:

@@ -289,12 +289,17 @@ def asset_digest(parts: Iterable[PartitionDigest]) -> Fingerprint:
 
 
 def drift_rows(
-    before_record: RunRecord, after_record: RunRecord, *, sample: int = 5
+    before_record: RunRecord,
+    after_record: RunRecord,
+    *,
+    sample: int = 5,
+    storage_options: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """For a run whose rows drifted: per output, how many rows changed at most (from the two
     sketches) and, when both versions are still stored, up to ``sample`` rows removed and added.
 
-    Outputs without sketches on both sides are left out.
+    Outputs without sketches on both sides are left out. ``storage_options`` open the stored
+    versions on an object store.
     """
     found: dict[str, Any] = {}
     for step in after_record.outputs:
@@ -307,7 +312,7 @@ def drift_rows(
         )
         if before.sketch is None or after.sketch is None:
             continue
-        report = diff_versions(before, after)
+        report = diff_versions(before, after, storage_options=storage_options)
         removed, added = report.most_changed()
         entry: dict[str, Any] = {
             "buckets_differing": len(report.buckets),

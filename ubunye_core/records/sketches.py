@@ -8,8 +8,7 @@ import os
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from upath import UPath
-
+from ubunye_core.locations import StoreAccess
 from ubunye_core.records.model import SKETCH_FIELD, StepRecord
 from ubunye_rows.hashing.digest import Fingerprint
 from ubunye_rows.sketch import Sketch, combine
@@ -33,13 +32,17 @@ def step_sketch(step: Any) -> Sketch | None:
     return sketch if sketch.data_hash() == digest else None
 
 
-def recorded_sketch(record_path: str | None, data_hash: str) -> dict[str, Any] | None:
-    """The stored form of the sketch a run record (a local path or fsspec URL) kept for its
-    output of digest ``data_hash``; None when the record, the output or the sketch is missing."""
+def recorded_sketch(
+    record_path: str | None, data_hash: str, access: StoreAccess | None = None
+) -> dict[str, Any] | None:
+    """The stored form of the sketch a run record (a local path or fsspec URL, opened through
+    ``access``) kept for its output of digest ``data_hash``; None when the record, the output or
+    the sketch is missing."""
     if not record_path:
         return None
     try:
-        document = json.loads(UPath(str(record_path)).read_text(encoding="utf-8"))
+        path = (access or StoreAccess()).path(str(record_path))
+        document = json.loads(path.read_text(encoding="utf-8"))
     except Exception:  # unreadable here (another store's credentials, say): no sketch, no harm
         return None
     for step in document.get("outputs") or []:

@@ -195,7 +195,11 @@ class StoreLayout:
         return RecordIndex(self.index_path(), self._store_key())
 
     def _listing(self, folder: UPath) -> list[dict[str, Any]]:
+        """The folder's entries as the store holds them now: an object store's client caches
+        listings (s3fs keeps them for its lifetime), which would hide records written since."""
         try:
+            if not self._is_local(folder):
+                folder.fs.invalidate_cache(folder.path)
             return list(folder.fs.ls(folder.path, detail=True))
         except (FileNotFoundError, NotADirectoryError):
             return []

@@ -12,6 +12,7 @@ from typing import Any
 
 import dagster as dg
 
+from ubunye_core.locations import StoreAccess
 from ubunye_dagster.early_failures import record_early_failures
 from ubunye_dagster.pipeline.reads import InputRead, UnverifiedReadError
 from ubunye_dagster.pipeline.writes import NoOutputError, write_output
@@ -23,22 +24,26 @@ __all__ = ["NoOutputError", "ReceiptPipeline", "UnverifiedReadError"]
 
 
 class ReceiptPipeline:
-    """Receipts for every write to and read from ``storage``, recorded as ``resource`` says."""
+    """Receipts for every write to and read from ``storage``, recorded as ``resource`` says;
+    records are read back through ``access`` (the store's options; the resource's by default)."""
 
-    def __init__(self, resource: UbunyeResource, storage: Storage):
+    def __init__(
+        self, resource: UbunyeResource, storage: Storage, access: StoreAccess | None = None
+    ):
         self.resource = resource
         self.storage = storage
+        self.access = access or StoreAccess(storage_options=resource.storage_options)
 
     def handle_output(self, context: dg.OutputContext, obj: Any) -> None:
         """Write ``obj`` with its receipt (see ``pipeline.writes.write_output``)."""
-        write_output(self.resource, self.storage, context, obj)
+        write_output(self.resource, self.storage, context, obj, self.access)
 
     def load_input(self, context: dg.InputContext) -> Any:
         """Load the stored frame(s) as the annotated type (else the written type), hashing and
         verifying each as configured; several partitions load as ``{partition key: frame}``."""
         session = open_session(context.step_context)
         try:
-            return InputRead(self.resource, self.storage, context, session).load()
+            return InputRead(self.resource, self.storage, context, session, self.access).load()
         finally:
             # Even when this load failed, the step's record shows what it had loaded.
             save_running_records(session, self.resource)

@@ -10,6 +10,7 @@ from typing import Any
 
 import dagster as dg
 
+from ubunye_core.locations import StoreAccess
 from ubunye_core.records.model import StepRecord
 from ubunye_core.records.sketches import combined_input_step
 from ubunye_dagster.handlers.base import PARTITION_EXPR
@@ -60,11 +61,13 @@ class InputRead:
         storage: Storage,
         context: dg.InputContext,
         session: StepSession,
+        access: StoreAccess,
     ):
         self.resource = resource
         self.storage = storage
         self.context = context
         self.session = session
+        self.access = access
 
     def load(self) -> Any:
         """The stored frame(s) as the annotated type (else the written type); several
@@ -95,7 +98,7 @@ class InputRead:
         from the recorded digest and verify_reads says to fail)."""
         resource = self.resource
         latest = latest_materialisation(self.context, part.asset_key, part.partition_key)
-        recorded = receipt_of(latest, part.asset_key) if resource.hash_inputs else None
+        recorded = receipt_of(latest, part.asset_key, self.access) if resource.hash_inputs else None
         by_bytes = recorded.bytes_algorithm() if recorded is not None else None
         if resource.verify_reads == "rows":
             by_bytes = None  # the rows are hashed on every read

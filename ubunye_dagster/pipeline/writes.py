@@ -10,6 +10,7 @@ from typing import Any
 
 import dagster as dg
 
+from ubunye_core.locations import StoreAccess
 from ubunye_core.materialisations.stored import DATA_HASH_KEY, SCHEMA_HASH_KEY, WRITER_KEY
 from ubunye_core.records.model import StepRecord
 from ubunye_dagster import dagster_internals as internals
@@ -47,11 +48,16 @@ class NoOutputError(TypeError):
 
 
 def write_output(
-    resource: UbunyeResource, storage: Storage, context: dg.OutputContext, obj: Any
+    resource: UbunyeResource,
+    storage: Storage,
+    context: dg.OutputContext,
+    obj: Any,
+    access: StoreAccess,
 ) -> None:
     """Stage, hash, check, then atomically write ``obj``, save the asset's record (an ``error``
     record, and a failed step, when any of it fails, ``None`` included) and give its
-    ``ubunye_reproducible`` verdict when the run evaluates that check."""
+    ``ubunye_reproducible`` verdict (records read through ``access``) when the run evaluates
+    that check."""
     session = open_session(context.step_context)
     with session.lock:
         transform = session.transform_timing(context.op_def.name)
@@ -69,7 +75,7 @@ def write_output(
             raise
         record_path, keys = target.record_success(session, write, transform)
     write.log_broken_warnings(context)
-    verdict = add_metadata(context, target, write, record_path, keys)
+    verdict = add_metadata(context, target, write, record_path, keys, access)
     if verdict is not None:
         report_reproducibility(context, verdict)
 
@@ -107,6 +113,7 @@ def add_metadata(
     write: Write,
     record_path: str,
     input_asset_keys: dict[str, str | None],
+    access: StoreAccess,
 ) -> StepVerdict | None:
     """The receipt as the materialisation's metadata, and its digest as the data version;
     returns the step's ``ubunye_reproducible`` verdict, shown in the summary, when the run
@@ -127,7 +134,7 @@ def add_metadata(
     )
     verdict = None
     if context.has_asset_key:  # the summary first: the entry people read
-        verdict = judge_in_step(context, partition_key, metadata)
+        verdict = judge_in_step(context, partition_key, metadata, access)
         metadata = {
             **summary_metadata(
                 internals.instance_of(context.step_context),

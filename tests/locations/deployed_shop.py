@@ -1,0 +1,147 @@
+"""The deployment test's code location: about ten assets of every kind, data and records on the
+store ``$UBUNYE_DEPLOY_ROOT`` names (``s3://bucket/shop``) with the fsspec options of
+``$UBUNYE_STORAGE_OPTIONS``, the drift sensor running by default.
+
+``planted`` is non-deterministic on purpose (new noise each run): the one asset the drift sensor
+must flag; each flag is appended to ``$UBUNYE_DEPLOY_FLAGS`` (one JSON line per verdict).
+``big_orders`` (3M rows, its own job) is the write a test kills mid-way; ``big_total`` reads it.
+"""
+
+import os
+import sys
+from pathlib import Path
+
+import dagster as dg
+import numpy as np
+import pandas as pd
+import polars as pl
+
+from ubunye_core.locations import storage_options_from_env
+from ubunye_dagster import DriftVerdict, ReceiptSettings, UbunyeResource, with_ubunye
+
+ROOT_ENV = "UBUNYE_DEPLOY_ROOT"
+FLAGS_ENV = "UBUNYE_DEPLOY_FLAGS"
+PIPES_SCRIPT = Path(__file__).resolve().parents[1] / "pipes_jobs" / "scores_job.py"
+DAYS = dg.DailyPartitionsDefinition(start_date="2026-01-01", end_date="2026-01-06")
+BIG_ROWS = 3_000_000
+SENSOR = "ubunye_drift_sensor"
+SENSOR_INTERVAL_SECONDS = 5
+#: Fewer than a run's materialisations, so a run's judging spans ticks a restart can fall between.
+SENSOR_EVENTS_PER_TICK = 4
+
+
+def note_flag(verdict: DriftVerdict) -> None:
+    """``on_drift``: append the flagged verdict to ``$UBUNYE_DEPLOY_FLAGS`` (when it is set)."""
+    path = os.environ.get(FLAGS_ENV)
+    if path:
+        with open(path, "a", encoding="utf-8") as flags:
+            flags.write(verdict.model_dump_json() + "\n")
+
+
+def settings() -> ReceiptSettings:
+    """The one place the store is set: data, records, the sensor and the checks all read it."""
+    root = os.environ.get(ROOT_ENV, "deployed")
+    return ReceiptSettings(
+        base_path=f"{root}/data",
+        usecase_dir=root,
+        storage_options=storage_options_from_env(),
+        drift_sensor={
+            "default_status": "RUNNING",
+            "minimum_interval_seconds": SENSOR_INTERVAL_SECONDS,
+            "max_events_per_tick": SENSOR_EVENTS_PER_TICK,
+        },
+        on_drift=note_flag,
+    )
+
+
+@dg.asset
+def raw_orders() -> pd.DataFrame:
+    rng = np.random.default_rng(7)
+    return pd.DataFrame(
+        {
+            "order_id": np.arange(2_000),
+            "region": rng.choice(["north", "south", "east", "west"], 2_000),
+            "qty": rng.integers(-2, 20, 2_000),
+            "price": rng.random(2_000).round(2),
+        }
+    )
+
+
+@dg.asset
+def cleaned_orders(raw_orders: pd.DataFrame) -> pd.DataFrame:
+    return raw_orders[raw_orders["qty"] > 0].reset_index(drop=True)
+
+
+@dg.asset
+def order_totals(cleaned_orders: pd.DataFrame) -> pd.DataFrame:
+    revenue = cleaned_orders.assign(revenue=cleaned_orders["qty"] * cleaned_orders["price"])
+    return revenue.groupby("region", as_index=False)["revenue"].sum()
+
+
+@dg.asset
+def region_counts(cleaned_orders: pl.DataFrame) -> pl.DataFrame:
+    return cleaned_orders.group_by("region").agg(pl.len().alias("orders")).sort("region")
+
+
+@dg.multi_asset(outs={"regions": dg.AssetOut(), "products": dg.AssetOut()})
+def catalogue():
+    yield dg.Output(pd.DataFrame({"region": ["east", "north", "south", "west"]}), "regions")
+    yield dg.Output(pd.DataFrame({"sku": [f"sku-{i:03d}" for i in range(100)]}), "products")
+
+
+@dg.asset(partitions_def=DAYS)
+def daily_sales(context: dg.AssetExecutionContext) -> pd.DataFrame:
+    day = int(context.partition_key[-2:])
+    return pd.DataFrame({"day": [context.partition_key] * 24, "sales": range(day, day + 24)})
+
+
+@dg.asset
+def planted(cleaned_orders: pd.DataFrame) -> pd.DataFrame:
+    """Non-deterministic on purpose: new noise every run from the same code and inputs."""
+    return cleaned_orders.assign(noise=np.random.default_rng().random(len(cleaned_orders)))
+
+
+@dg.asset
+def pipes_scores(
+    context: dg.AssetExecutionContext, ubunye: UbunyeResource, pipes: dg.PipesSubprocessClient
+) -> dg.MaterializeResult:
+    command = [sys.executable, str(PIPES_SCRIPT)]
+    return ubunye.run_pipes(pipes, context=context, command=command).get_materialize_result()
+
+
+@dg.asset
+def big_orders(regions: pd.DataFrame) -> pd.DataFrame:
+    """3M rows: long enough to write that a test can kill its step mid-way. It reads an asset, so
+    its step saves a ``running`` record before it writes."""
+    ids = np.arange(BIG_ROWS)
+    names = regions["region"].to_numpy()
+    return pd.DataFrame({"id": ids, "region": names[ids % len(names)], "value": ids % 97})
+
+
+@dg.asset
+def big_total(big_orders: pd.DataFrame) -> pd.DataFrame:
+    """Reads ``big_orders`` back (verified against its record) and sums it."""
+    return pd.DataFrame({"rows": [len(big_orders)], "value": [int(big_orders["value"].sum())]})
+
+
+SHOP_ASSETS = [
+    raw_orders, cleaned_orders, order_totals, region_counts, catalogue, planted, pipes_scores,
+]  # fmt: skip
+
+
+def plain_definitions() -> dg.Definitions:
+    """The location before receipts: assets, jobs, resources, the multiprocess executor."""
+    return dg.Definitions(
+        assets=[*SHOP_ASSETS, daily_sales, big_orders, big_total],
+        jobs=[
+            dg.define_asset_job("shop", selection=dg.AssetSelection.assets(*SHOP_ASSETS)),
+            dg.define_asset_job("daily", selection=[daily_sales], partitions_def=DAYS),
+            dg.define_asset_job("big", selection=[big_orders]),
+            dg.define_asset_job("big_read", selection=[big_total]),
+        ],
+        resources={"ubunye": settings().resource(), "pipes": dg.PipesSubprocessClient()},
+        executor=dg.multiprocess_executor.configured({"max_concurrent": 2}),
+    )
+
+
+defs = with_ubunye(plain_definitions(), **dict(settings()))
