@@ -198,7 +198,7 @@ class StoreLayout:
         """The folder's entries as the store holds them now: an object store's client caches
         listings (s3fs keeps them for its lifetime), which would hide records written since."""
         try:
-            if not self._is_local(folder):
+            if not is_local(folder):
                 folder.fs.invalidate_cache(folder.path)
             return list(folder.fs.ls(folder.path, detail=True))
         except (FileNotFoundError, NotADirectoryError):
