@@ -93,7 +93,7 @@ def _open_store(
         root = _existing_folder(as_path(usecase_dir), "the use case folder") / lineage_dir
     progress = None
     if not as_json and sys.stderr.isatty():
-        from ubunye_core.cli.render import TerminalProgress
+        from ubunye_core.cli.progress import TerminalProgress
 
         progress = TerminalProgress()
     return LineageStore(root, use_index=use_index, progress=progress)
@@ -380,7 +380,8 @@ def compare_command(
     unchanged, unknown or not comparable, and why; then the drift sensor's verdict on the newer
     run's outputs (unchanged, explained, drift, not judged).
     """
-    from ubunye_core.cli.render import compare_table, drift_document, drift_lines, make_console
+    from ubunye_core.cli.render import make_console
+    from ubunye_core.cli.render_compare import compare_table, drift_document, drift_lines
     from ubunye_core.records.compare import compare
     from ubunye_core.records.drift import judge_records
 
@@ -438,7 +439,7 @@ def search_command(selection: Selection, status: str | None, since: str | None) 
 
     Narrowed by -u/-p/-t (or --asset), --status and --since; one line per run, then the count.
     """
-    from ubunye_core.cli.render import write_json_list, write_search_lines
+    from ubunye_core.cli.lines import write_json_list, write_search_lines
 
     name = selection.task_name()
     if selection.package and not selection.usecase:
@@ -452,11 +453,13 @@ def search_command(selection: Selection, status: str | None, since: str | None) 
         write_json_list((entry.document() for entry in entries), _write_out)
     else:
         write_search_lines(entries, _write_out, color=sys.stdout.isatty())
+    sys.stdout.flush()
 
 
 def _write_out(text: str) -> None:
-    """Write ``text`` to stdout as it is (click's stream getters are deprecated in click 8.5)."""
-    click.echo(text, nl=False)
+    """Write ``text`` to stdout as it is, through its buffer (a terminal's is flushed at each
+    line; ``click.echo`` would flush every write, a system call per run listed)."""
+    sys.stdout.write(text)
 
 
 def _with_store_options(func: Callable[..., Any]) -> Callable[..., Any]:

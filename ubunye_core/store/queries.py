@@ -11,9 +11,8 @@ import sqlite3
 from collections.abc import Callable, Iterator
 from datetime import date, datetime
 from itertools import groupby, islice
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ubunye_core.records.model import RunRecord
 from ubunye_core.records.times import instant
 from ubunye_core.store.errors import LineageStoreError
 from ubunye_core.store.index import RecordIndex, is_damage
@@ -21,6 +20,9 @@ from ubunye_core.store.listing import RunEntry, epoch_micros, order_key, started
 from ubunye_core.store.names import split_task_path
 from ubunye_core.store.reading import warn_unreadable
 from ubunye_core.store.syncing import IndexedStore
+
+if TYPE_CHECKING:
+    from ubunye_core.records.model import RunRecord
 
 
 class RunQueries(IndexedStore):
