@@ -18,6 +18,7 @@ import sys
 import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from itertools import islice
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
@@ -291,16 +292,24 @@ def lineage() -> None:
 )
 def list_command(selection: Selection, limit: int) -> None:
     """A task's recent runs, newest first."""
-    from ubunye_core.cli.render import runs_table
+    from ubunye_core.cli.lines import write_json_list
 
     task_path = selection.task_path()
-    records = selection.store.list_runs(task_path, limit=limit)
+    entries = islice(selection.store.iter_entries(task_path), limit)
+    # The records' documents, as the index holds them: no record is made.
+    documents = [entry.document() for entry in entries]
+    if selection.as_json:
+        write_json_list(documents, _write_out)
+        sys.stdout.flush()
+        return
+    from ubunye_core.cli.render import make_console, runs_table
+
     human = (
-        runs_table(task_path, records)
-        if records
+        runs_table(task_path, [json.loads(document) for document in documents])
+        if documents
         else f"No lineage records for {task_path} in {selection.store.root}."
     )
-    selection.print([record.to_dict() for record in records], human)
+    make_console().print(human)
 
 
 @lineage.command("show")

@@ -52,9 +52,10 @@ def trace_document(record: RunRecord) -> dict[str, Any]:
     }
 
 
-def _rows(steps: list[StepRecord]) -> str:
-    """Total rows over steps that recorded a count; ``-`` when none did (never a false 0)."""
-    counts = [step.row_count for step in steps if step.row_count is not None]
+def _rows(steps: list[dict[str, Any]]) -> str:
+    """Total rows over steps (as a record's document has them) that recorded a count; ``-``
+    when none did (never a false 0)."""
+    counts = [step["row_count"] for step in steps if step.get("row_count") is not None]
     return f"{sum(counts):,}" if counts else NOT_RECORDED
 
 
@@ -62,8 +63,9 @@ def _status(status: str) -> Text:
     return Text(status, style=STATUS_COLOURS.get(status, "yellow"))
 
 
-def runs_table(task_path: str, records: list[RunRecord]) -> Table:
-    """``list``: one row per run of one task, newest first."""
+def runs_table(task_path: str, documents: list[dict[str, Any]]) -> Table:
+    """``list``: one row per run of one task, newest first, from the records' documents (as
+    ``RunRecord.to_dict`` makes them: the index holds them, no record model is needed)."""
     table = Table(title=f"Runs of {task_path}", title_justify="left")
     for heading, justify in (
         ("RUN ID", "left"),
@@ -74,14 +76,14 @@ def runs_table(task_path: str, records: list[RunRecord]) -> Table:
         ("OUT ROWS", "right"),
     ):
         table.add_column(heading, justify=justify, no_wrap=heading != "RUN ID")
-    for record in records:
+    for document in documents:
         table.add_row(
-            record.run_id,
-            record.started_at[:19],
-            _status(record.status),
-            seconds_text(record.duration_sec),
-            _rows(record.inputs),
-            _rows(record.outputs),
+            document["run_id"],
+            document["started_at"][:19],
+            _status(document["status"]),
+            seconds_text(document["duration_sec"]),
+            _rows(document["inputs"]),
+            _rows(document["outputs"]),
         )
     return table
 

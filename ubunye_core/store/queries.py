@@ -66,6 +66,12 @@ class RunQueries(IndexedStore):
         older_entries = self._query(index, task_paths, partition=partition, on_unreadable=warn_once)
         yield from (entry.record() for entry in islice(older_entries, 1, None))
 
+    def iter_entries(self, task_path: str) -> Iterator[RunEntry]:
+        """A task's runs as listing entries, newest first: the index's columns and documents,
+        a record made only when an entry is asked for one."""
+        task_paths = ["/".join(split_task_path(task_path))]
+        yield from self._query(self._synced_index(task_paths, whole_store=False), task_paths)
+
     def list_runs(self, task_path: str, limit: int | None = None) -> list[RunRecord]:
         """A task's runs, newest first (file modification time, then ``started_at``)."""
         if limit is not None and limit < 0:
