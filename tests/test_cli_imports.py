@@ -1,5 +1,6 @@
-"""The command line loads only what a command needs: its help loads none of the heavy libraries,
-a listing of a local store only the record model and the table printer."""
+"""The command line loads only what a command needs: its help and a search of a local store load
+none of the heavy libraries, a listing of a local store only the table printer (it prints the
+indexed documents, no record model)."""
 
 from __future__ import annotations
 
@@ -49,9 +50,18 @@ def test_help_imports_none_of_the_heavy_libraries(tmp_path):
     assert heavy_imports(["--help"], tmp_path) == {"code": 0, "heavy": []}
 
 
-def test_list_of_a_local_store_imports_only_the_record_model_and_the_table_printer(tmp_path):
+def test_list_of_a_local_store_imports_only_the_table_printer(tmp_path):
     store = LineageStore.for_usecase_dir(tmp_path)
     store.save(RunRecord(run_id="r1", usecase="shop", package="sales", task_name="daily",
                          started_at="2026-01-01T00:00:00Z", status="success"))  # fmt: skip
     args = ["lineage", "list", "-u", "shop", "-p", "sales", "-t", "daily"]
-    assert heavy_imports(args, tmp_path) == {"code": 0, "heavy": ["pydantic", "rich"]}
+    assert heavy_imports(args, tmp_path) == {"code": 0, "heavy": ["rich"]}
+
+
+@pytest.mark.parametrize("as_json", [False, True], ids=["lines", "json"])
+def test_a_search_of_a_local_store_imports_none_of_the_heavy_libraries(tmp_path, as_json):
+    store = LineageStore.for_usecase_dir(tmp_path)
+    store.save(RunRecord(run_id="r1", usecase="shop", package="sales", task_name="daily",
+                         started_at="2026-01-01T00:00:00Z", status="error"))  # fmt: skip
+    args = ["lineage", "search", "--status", "error", *(["--json"] if as_json else [])]
+    assert heavy_imports(args, tmp_path) == {"code": 0, "heavy": []}

@@ -18,6 +18,7 @@ import sys
 import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from itertools import islice
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
@@ -99,7 +100,7 @@ def _open_store(
         root = _existing_folder(usecase, "the use case folder") / lineage_dir
     progress = None
     if not as_json and sys.stderr.isatty():
-        from ubunye_core.cli.render import TerminalProgress
+        from ubunye_core.cli.progress import TerminalProgress
 
         progress = TerminalProgress()
     return LineageStore(root, use_index=use_index, progress=progress)
@@ -340,16 +341,24 @@ def lineage() -> None:
 )
 def list_command(selection: Selection, limit: int) -> None:
     """A task's recent runs, newest first."""
-    from ubunye_core.cli.render import runs_table
+    from ubunye_core.cli.lines import write_json_list
 
     task_path = selection.task_path()
-    records = selection.store.list_runs(task_path, limit=limit)
+    entries = islice(selection.store.iter_entries(task_path), limit)
+    # The records' documents, as the index holds them: no record is made.
+    documents = [entry.document() for entry in entries]
+    if selection.as_json:
+        write_json_list(documents, _write_out)
+        sys.stdout.flush()
+        return
+    from ubunye_core.cli.render import make_console, runs_table
+
     human = (
-        runs_table(task_path, records)
-        if records
+        runs_table(task_path, [json.loads(document) for document in documents])
+        if documents
         else f"No lineage records for {task_path} in {selection.store.root}."
     )
-    selection.print([record.to_dict() for record in records], human)
+    make_console().print(human)
 
 
 @lineage.command("show")
@@ -429,7 +438,8 @@ def compare_command(
     unchanged, unknown or not comparable, and why; then the drift sensor's verdict on the newer
     run's outputs (unchanged, explained, drift, not judged).
     """
-    from ubunye_core.cli.render import compare_table, drift_document, drift_lines, make_console
+    from ubunye_core.cli.render import make_console
+    from ubunye_core.cli.render_compare import compare_table, drift_document, drift_lines
     from ubunye_core.records.compare import compare
     from ubunye_core.records.drift import judge_records
 
@@ -487,7 +497,7 @@ def search_command(selection: Selection, status: str | None, since: str | None) 
 
     Narrowed by -u/-p/-t (or --asset), --status and --since; one line per run, then the count.
     """
-    from ubunye_core.cli.render import write_json_list, write_search_lines
+    from ubunye_core.cli.lines import write_json_list, write_search_lines
 
     name = selection.task_name()
     if selection.package and not selection.usecase:
@@ -501,11 +511,13 @@ def search_command(selection: Selection, status: str | None, since: str | None) 
         write_json_list((entry.document() for entry in entries), _write_out)
     else:
         write_search_lines(entries, _write_out, color=sys.stdout.isatty())
+    sys.stdout.flush()
 
 
 def _write_out(text: str) -> None:
-    """Write ``text`` to stdout as it is (click's stream getters are deprecated in click 8.5)."""
-    click.echo(text, nl=False)
+    """Write ``text`` to stdout as it is, through its buffer (a terminal's is flushed at each
+    line; ``click.echo`` would flush every write, a system call per run listed)."""
+    sys.stdout.write(text)
 
 
 def _with_store_options(func: Callable[..., Any]) -> Callable[..., Any]:

@@ -10,12 +10,14 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from ubunye_core.records.vocabulary import RUN_STATUSES as RUN_STATUSES
-from ubunye_rows.hashing.digest import Fingerprint
+
+if TYPE_CHECKING:
+    from ubunye_rows.hashing.digest import Fingerprint
 
 #: The layout this package writes.
 RECORD_VERSION = 2

@@ -12,16 +12,24 @@ local folder, else in the cache folder, keyed by the store's URL.
 from __future__ import annotations
 
 import functools
+import hashlib
 import os
 import re
 import sys
+from array import array
 from os import PathLike
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from ubunye_core.paths import is_local
 from ubunye_core.records.times import instant
-from ubunye_core.store.index import INDEX_FILE_NAME, Progress, RecordIndex, cached_index_path
+from ubunye_core.store.index import (
+    INDEX_FILE_NAME,
+    FolderState,
+    Progress,
+    RecordIndex,
+    cached_index_path,
+)
 from ubunye_core.store.listing import FileEntry
 from ubunye_core.store.names import LINEAGE_SUBDIR, check_segment, split_task_path
 
@@ -74,6 +82,25 @@ def _local_entry(name: str, stat: os.stat_result) -> FileEntry:
     """A local file's entry. The change time moves on every write, rename or ``utime`` and no
     tool can set it back, so a rewrite is seen even with the same size and modification time."""
     return FileEntry(name, stat.st_mtime, (stat.st_mtime_ns, stat.st_size, stat.st_ctime_ns))
+
+
+def _local_digest(names: list[str], stats: list[os.stat_result]) -> bytes:
+    """The digest of a local listing: names, then each file's signature as ``_local_entry``
+    takes it, in listing order."""
+    digest = hashlib.blake2b(digest_size=16)
+    digest.update("\0".join(names).encode("utf-8", "surrogateescape"))
+    numbers = [n for st in stats for n in (st.st_mtime_ns, st.st_size, st.st_ctime_ns)]
+    try:
+        digest.update(array("q", numbers).tobytes())
+    except OverflowError:  # a time past 2262
+        digest.update(repr(numbers).encode())
+    return digest.digest()
+
+
+def _entries_digest(entries: list[FileEntry]) -> bytes:
+    """The digest of an object store's listing: each file's name and signature, in order."""
+    shown = repr([(entry.name, entry.signature) for entry in entries])
+    return hashlib.blake2b(shown.encode("utf-8", "surrogateescape"), digest_size=16).digest()
 
 
 def as_path(location: str | PathLike[str] | UPath) -> Path | UPath:
@@ -223,29 +250,54 @@ class StoreLayout:
         """The record files of one folder (``*.json`` files), with times and signatures; a
         local folder may be given as its path."""
         if not isinstance(folder, str) and not is_local(folder):
-            return [
-                _remote_entry(info)
-                for info in self._listing(folder)
-                if info.get("type") == "file" and str(info["name"]).endswith(RECORD_SUFFIX)
-            ]
-        found = []
-        try:
-            listing = os.scandir(folder if isinstance(folder, str) else folder.path)
-        except (FileNotFoundError, NotADirectoryError):
-            return []
-        # The hot loop of every query (one pass per record file): kept plain on purpose.
-        with listing:
-            for item in listing:
-                name = item.name
-                if name[-5:] != RECORD_SUFFIX or not item.is_file():
-                    continue
-                try:
-                    found.append(_local_entry(name, item.stat()))
-                except FileNotFoundError:
-                    continue
-        return found
+            return self._remote_entries(folder)
+        names, stats = _local_stats(folder if isinstance(folder, str) else folder.path)
+        return [_local_entry(name, stat) for name, stat in zip(names, stats, strict=True)]
+
+    def _folder_state(self, task_path: str) -> FolderState:
+        """A task folder's listing as the index's sync takes it: the entries of a local folder
+        are made only if the sync compares them."""
+        folder = self._task_folder(task_path)
+        if not isinstance(folder, str) and not is_local(folder):
+            entries = self._remote_entries(folder)
+            return FolderState(task_path, len(entries), _entries_digest(entries), lambda: entries)
+        names, stats = _local_stats(folder if isinstance(folder, str) else folder.path)
+        return FolderState(
+            task_path,
+            len(names),
+            _local_digest(names, stats),
+            lambda: [_local_entry(name, stat) for name, stat in zip(names, stats, strict=True)],
+        )
+
+    def _remote_entries(self, folder: UPath) -> list[FileEntry]:
+        return [
+            _remote_entry(info)
+            for info in self._listing(folder)
+            if info.get("type") == "file" and str(info["name"]).endswith(RECORD_SUFFIX)
+        ]
 
     def _file_entry(self, path: UPath) -> FileEntry:
         if is_local(path):
             return _local_entry(path.name, os.stat(path.path))
         return _remote_entry(path.fs.info(path.path))
+
+
+def _local_stats(folder: str) -> tuple[list[str], list[os.stat_result]]:
+    """The names of a local folder's record files and their ``stat``, in listing order."""
+    names, stats = [], []
+    try:
+        listing = os.scandir(folder)
+    except (FileNotFoundError, NotADirectoryError):
+        return names, stats
+    # The hot loop of every query (one pass per record file): kept plain on purpose.
+    with listing:
+        for item in listing:
+            name = item.name
+            if name[-5:] != RECORD_SUFFIX or not item.is_file():
+                continue
+            try:
+                stats.append(item.stat())
+            except FileNotFoundError:
+                continue
+            names.append(name)
+    return names, stats

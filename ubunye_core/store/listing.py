@@ -11,10 +11,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
-from ubunye_core.records.model import RunRecord
 from ubunye_core.records.times import instant
+
+if TYPE_CHECKING:
+    from ubunye_core.records.model import RunRecord
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
 
@@ -46,6 +48,14 @@ def order_key(
 ) -> tuple[float, int, int, str, str, str]:
     """Sort key (largest first) of one run file; the index orders its columns the same way."""
     return (mtime, rank, micros if micros is not None else -(2**63), tie, task_path, file_name)
+
+
+def record_of(document: Callable[[], str]) -> RunRecord:
+    """The run record of a JSON document; the record model is loaded only when a record is
+    made, so a listing that prints the index's columns never loads it."""
+    from ubunye_core.records.model import RunRecord
+
+    return RunRecord.from_json(document())
 
 
 class FileEntry(NamedTuple):

@@ -11,9 +11,8 @@ import sqlite3
 from collections.abc import Callable, Iterator
 from datetime import date, datetime
 from itertools import groupby, islice
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ubunye_core.records.model import RunRecord
 from ubunye_core.records.times import instant
 from ubunye_core.store.errors import LineageStoreError
 from ubunye_core.store.index import RecordIndex, is_damage
@@ -21,6 +20,9 @@ from ubunye_core.store.listing import RunEntry, epoch_micros, order_key, started
 from ubunye_core.store.names import split_task_path
 from ubunye_core.store.reading import warn_unreadable
 from ubunye_core.store.syncing import IndexedStore
+
+if TYPE_CHECKING:
+    from ubunye_core.records.model import RunRecord
 
 
 class RunQueries(IndexedStore):
@@ -63,6 +65,12 @@ class RunQueries(IndexedStore):
         # The first run of the partition is the newest itself.
         older_entries = self._query(index, task_paths, partition=partition, on_unreadable=warn_once)
         yield from (entry.record() for entry in islice(older_entries, 1, None))
+
+    def iter_entries(self, task_path: str) -> Iterator[RunEntry]:
+        """A task's runs as listing entries, newest first: the index's columns and documents,
+        a record made only when an entry is asked for one."""
+        task_paths = ["/".join(split_task_path(task_path))]
+        yield from self._query(self._synced_index(task_paths, whole_store=False), task_paths)
 
     def list_runs(self, task_path: str, limit: int | None = None) -> list[RunRecord]:
         """A task's runs, newest first (file modification time, then ``started_at``)."""

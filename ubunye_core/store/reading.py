@@ -12,7 +12,6 @@ from os import PathLike
 from typing import TYPE_CHECKING
 
 from ubunye_core.paths import is_local
-from ubunye_core.records.model import RunRecord
 from ubunye_core.store.errors import (
     AmbiguousRunIdError,
     LineageStoreError,
@@ -27,6 +26,8 @@ from ubunye_core.wording import counted
 
 if TYPE_CHECKING:
     from upath import UPath
+
+    from ubunye_core.records.model import RunRecord
 
 #: Record files an object store is asked for in one request.
 _REMOTE_BATCH = 256
@@ -123,6 +124,8 @@ def _runs_held(run_ids: list[str]) -> str:
 
 
 def parse_record(target: UPath, data: bytes) -> RunRecord:
+    from ubunye_core.records.model import RunRecord
+
     try:
         return RunRecord.from_json(data.decode("utf-8"))
     except UnicodeDecodeError as exc:

@@ -11,7 +11,6 @@ from dataclasses import dataclass
 
 from ubunye_core.store.errors import LineageStoreError
 from ubunye_core.store.index import (
-    FolderState,
     IndexUnavailable,
     RecordIndex,
     SyncReport,
@@ -86,10 +85,7 @@ class IndexedStore(RecordReader):
         return None
 
     def _sync(self, index: RecordIndex, task_paths: list[str]) -> SyncReport:
-        folders = (
-            FolderState(task_path, self._record_entries(self._task_folder(task_path)))
-            for task_path in task_paths
-        )
+        folders = (self._folder_state(task_path) for task_path in task_paths)
         return index.sync(
             folders, self._read_entries, still_gone=self._still_gone, progress=self.progress
         )

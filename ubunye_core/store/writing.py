@@ -17,12 +17,13 @@ from contextlib import suppress
 from typing import TYPE_CHECKING
 
 from ubunye_core.paths import is_local
-from ubunye_core.records.model import RunRecord
 from ubunye_core.store.index import IndexUnavailable
 from ubunye_core.store.layout import StoreLayout
 
 if TYPE_CHECKING:
     from upath import UPath
+
+    from ubunye_core.records.model import RunRecord
 
 
 class RecordWriter(StoreLayout):
