@@ -239,6 +239,7 @@ def measure_parts(frame: pd.DataFrame, repeats: int) -> None:
 
     import blake3
 
+    from ubunye_core.materialisations.stored import read_stored
     from ubunye_dagster.handlers import arrow_files
 
     table = pa.Table.from_pandas(frame, preserve_index=False)
@@ -258,12 +259,10 @@ def measure_parts(frame: pd.DataFrame, repeats: int) -> None:
 
         parts = {
             "read: pq.read_table(path).to_pandas()": lambda: pq.read_table(str(stored)).to_pandas(),
-            "read: bytes in memory, blake3 in a thread beside the decode": lambda: (
-                arrow_files.read_stored(stored, "blake3").table.to_pandas()
-            ),
-            "read: bytes in memory, no digest": lambda: arrow_files.read_stored(
-                stored, None
+            "read: bytes in memory, blake3 in a thread beside the decode": lambda: read_stored(
+                stored, digest_with="blake3"
             ).table.to_pandas(),
+            "read: bytes in memory, no digest": lambda: read_stored(stored).table.to_pandas(),
             "digest of the file: blake3": lambda: blake3.blake3(data).digest(),
             "digest of the file: hashlib sha256": lambda: hashlib.sha256(data).digest(),
             "write: rows-v1 alone": lambda: arrow_files.fingerprint_stored(table, "pandas"),

@@ -159,3 +159,17 @@ def test_a_test_module_marked_dagster_free_imports_no_dagster():
     assert len(marked) >= 10, marked  # the marker is in use, so the check checks something
     leaks = {p.name: dagster_imports(p, {p}) for p in marked}
     assert {name: found for name, found in leaks.items() if found} == {}
+
+
+def test_the_storage_notes_keys_are_spelled_out_only_in_ubunye_core():
+    note = ROOT / "ubunye_core" / "materialisations" / "stored.py"
+    spellings = ('"ubunye.writer"', '"ubunye.data_hash"', '"ubunye.schema_hash"', '"_ubunye.json"')
+    repeated = [
+        f"{path.relative_to(ROOT)}: {spelling}"
+        for path in modules().values()
+        if path != note
+        for spelling in spellings
+        if spelling in path.read_text()
+    ]
+    assert repeated == [], "use the keys of ubunye_core.materialisations.stored"
+    assert all(spelling in note.read_text() for spelling in spellings)

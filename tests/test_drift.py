@@ -17,13 +17,14 @@ from ubunye_core.records.drift import (
     DriftEvidence,
     FlagReason,
     InputDigest,
-    Verdict,
+    JudgementVerdict,
     carries_ubunye_metadata,
     inputs_from_document,
     judge,
     strongest_reason,
     validate_flag_reasons,
 )
+from ubunye_core.records.model import RunRecord
 
 # Runs no Dagster: CI runs it on the newest Dagster only (tests/test_code_shape.py checks).
 pytestmark = pytest.mark.dagster_free
@@ -44,22 +45,30 @@ def receipt(data_hash: str | None = "sha256:d1", **changes) -> DriftEvidence:
     return DriftEvidence(**fields)
 
 
+def run_record(**fields) -> RunRecord:
+    """A run of one task with ``fields``; each step given its direction."""
+    for key, direction in (("inputs", "input"), ("outputs", "output")):
+        fields[key] = [{"direction": direction, **step} for step in fields.get(key, [])]
+    identity = {"run_id": "r1", "task_path": "u/p/t", "usecase": "u", "package": "p"}
+    return RunRecord(**identity, task_name="t", started_at="2026-01-01T00:00:00+00:00", **fields)
+
+
 def test_without_a_previous_materialisation_nothing_is_judged():
     judgement = judge(receipt(), None)
-    assert judgement.verdict is Verdict.NOT_JUDGED
+    assert judgement.verdict is JudgementVerdict.NOT_JUDGED
     assert "no previous materialisation" in judgement.reason
     assert not judgement.is_flagged()
 
 
 def test_same_data_is_reproduced_even_when_code_changed():
     judgement = judge(receipt(code_hash="sha256:other"), receipt())
-    assert judgement.verdict is Verdict.UNCHANGED
+    assert judgement.verdict is JudgementVerdict.UNCHANGED
     assert not judgement.is_flagged()
 
 
 def test_changed_data_under_the_same_code_environment_and_inputs_is_flagged_same_inputs():
     judgement = judge(receipt("sha256:d2"), receipt("sha256:d1"))
-    assert judgement.verdict is Verdict.DRIFT
+    assert judgement.verdict is JudgementVerdict.DRIFT
     assert judgement.reason == SAME_INPUTS
     assert judgement.is_flagged()
 
@@ -69,7 +78,7 @@ def test_an_asset_that_reads_no_asset_is_a_source_and_its_change_is_explained():
         receipt("sha256:d2", inputs={}, upstream_versions={}),
         receipt("sha256:d1", inputs={}, upstream_versions={}),
     )
-    assert judgement.verdict is Verdict.EXPLAINED
+    assert judgement.verdict is JudgementVerdict.EXPLAINED
     assert judgement.reason == SOURCE_EXPLANATION
     assert not judgement.is_flagged(DRIFT_REASONS)
     assert judgement.outcome() == "explained (source: reads no asset)"
@@ -123,7 +132,7 @@ def test_a_changed_config_explains_the_change():
     judgement = judge(
         receipt("sha256:d2", config_hash="sha256:k2"), receipt(config_hash="sha256:k1")
     )
-    assert judgement.verdict is Verdict.EXPLAINED
+    assert judgement.verdict is JudgementVerdict.EXPLAINED
     assert judgement.outcome() == "explained (config changed)"
 
 
@@ -190,34 +199,34 @@ def test_a_receipt_without_inputs_makes_the_inputs_unknown():
 
 def test_a_changed_code_hash_explains_the_change():
     judgement = judge(receipt("sha256:d2", code_hash="sha256:new"), receipt("sha256:d1"))
-    assert judgement.verdict is Verdict.EXPLAINED
+    assert judgement.verdict is JudgementVerdict.EXPLAINED
     assert judgement.reason == "code changed"
     assert not judgement.is_flagged()
 
 
 def test_a_changed_environment_hash_explains_the_change():
     judgement = judge(receipt("sha256:d2", environment_hash="sha256:new"), receipt("sha256:d1"))
-    assert judgement.verdict is Verdict.EXPLAINED
+    assert judgement.verdict is JudgementVerdict.EXPLAINED
     assert judgement.reason == "environment changed"
 
 
 def test_a_missing_code_hash_leaves_a_change_unattributed():
     judgement = judge(receipt("sha256:d2", code_hash=None), receipt("sha256:d1"))
-    assert judgement.verdict is Verdict.NOT_JUDGED
+    assert judgement.verdict is JudgementVerdict.NOT_JUDGED
     assert "code hash is missing" in judgement.reason
 
 
 def test_a_missing_data_hash_is_not_judged_and_says_why():
     failed = receipt(None, hash_error="ArrowInvalid: bad column")
     judgement = judge(failed, receipt())
-    assert judgement.verdict is Verdict.NOT_JUDGED
+    assert judgement.verdict is JudgementVerdict.NOT_JUDGED
     assert "ArrowInvalid: bad column" in judgement.reason
-    assert judge(receipt(), failed).verdict is Verdict.NOT_JUDGED
+    assert judge(receipt(), failed).verdict is JudgementVerdict.NOT_JUDGED
 
 
 def test_different_hash_methods_are_not_comparable():
     judgement = judge(receipt("sha256:d2"), receipt("sha256:d1", hash_method=None))
-    assert judgement.verdict is Verdict.NOT_JUDGED
+    assert judgement.verdict is JudgementVerdict.NOT_JUDGED
     assert judgement.reason.startswith("not comparable")
 
 
@@ -238,15 +247,15 @@ def test_the_strongest_reason_is_same_inputs_then_unknown_then_changed():
 
 
 def test_evidence_is_read_from_a_run_record_for_one_output():
-    record = {
-        "code_hash": CODE,
-        "environment_hash": ENV,
-        "inputs": [{"name": "orders", "data_hash": "sha256:i1", "row_count": 3}],
-        "outputs": [
+    record = run_record(
+        code_hash=CODE,
+        environment_hash=ENV,
+        inputs=[{"name": "orders", "data_hash": "sha256:i1", "row_count": 3}],
+        outputs=[
             {"name": "totals", "data_hash": "sha256:d1", "hash_method": "rows-v1"},
             {"name": "rejects", "data_hash": None, "hash_error": "OSError: gone"},
         ],
-    }
+    )
     totals = DriftEvidence.from_record(record, "totals")
     assert totals == receipt(inputs={"orders": InputDigest(data_hash="sha256:i1", row_count=3)})
     assert DriftEvidence.from_record(record, "rejects").hash_error == "OSError: gone"
@@ -272,12 +281,12 @@ def test_ubunye_metadata_is_recognised_by_its_key_prefix():
 
 def test_a_run_record_fills_only_what_the_metadata_lacks():
     sparse = DriftEvidence(data_hash="sha256:d1", hash_method="rows-v1", code_hash="sha256:mine")
-    record = {
-        "code_hash": "sha256:from-record",
-        "environment_hash": ENV,
-        "inputs": [{"name": "orders", "data_hash": "sha256:i1", "row_count": 3}],
-        "outputs": [{"name": "result", "data_hash": "sha256:other-digest", "hash_method": "x"}],
-    }
+    record = run_record(
+        code_hash="sha256:from-record",
+        environment_hash=ENV,
+        inputs=[{"name": "orders", "data_hash": "sha256:i1", "row_count": 3}],
+        outputs=[{"name": "result", "data_hash": "sha256:other-digest", "hash_method": "x"}],
+    )
     filled = sparse.filled_from_record(record)
     assert filled.code_hash == "sha256:mine"
     assert filled.environment_hash == ENV

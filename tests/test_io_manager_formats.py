@@ -15,6 +15,7 @@ import polars as pl
 import pyarrow as pa
 import pytest
 
+from ubunye_core.materialisations.stored import read_stored
 from ubunye_core.store import LineageStore
 from ubunye_dagster import UbunyeIOManager, UbunyeResource
 from ubunye_dagster.handlers import arrow_files
@@ -194,16 +195,17 @@ def test_the_written_table_of_a_pandas_frame_hashes_like_the_frame(name, tmp_pat
     frame = PANDAS_FRAMES[name]
     from upath import UPath
 
+    from ubunye_dagster.handlers.base import TableSlice
     from ubunye_dagster.handlers.pandas import PandasHandler
 
     target = UPath(tmp_path / "frame.parquet")
-    staged = PandasHandler().stage(frame, path=target, context=None)
+    staged = PandasHandler().stage(frame, TableSlice(target), context=None)
     expected = fingerprint(frame)
     assert expected.is_complete
     assert staged.fingerprint() == expected
     # And again from the Parquet file, as an input is hashed when read back.
     staged.commit({})
-    stored = arrow_files.read_stored(target)
+    stored = read_stored(target)
     assert arrow_files.fingerprint_stored(stored.table, "pandas") == expected
 
 

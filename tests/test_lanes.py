@@ -15,6 +15,7 @@ from ubunye_rows.hashing import lanes, native
 from ubunye_rows.hashing.arrow_lines import slice_lines, table_slices
 from ubunye_rows.hashing.canonical import arrow_canonical_lines
 from ubunye_rows.hashing.digest import LANE_MASK, line_lanes
+from ubunye_rows.hashing.fingerprint import arrow_fingerprint_or_raise
 from ubunye_rows.hashing.types import schema_pairs
 
 # Runs no Dagster: CI runs it on the newest Dagster only (tests/test_code_shape.py checks).
@@ -158,12 +159,23 @@ def test_cores_left_to_other_work_are_taken_from_the_hash_threads_in_this_thread
         pass
 
 
-def test_the_engine_setting_picks_the_fallback(monkeypatch):
-    monkeypatch.setenv(lanes.HASH_ENGINE_ENV, "hashlib")
+def test_the_kernel_setting_picks_the_fallback(monkeypatch):
+    monkeypatch.setenv(native.KERNEL_ENV, "python")
     assert lanes.lane_engine() == "hashlib"
-    monkeypatch.setenv(lanes.HASH_ENGINE_ENV, "md5")
-    with pytest.raises(ValueError, match=lanes.HASH_ENGINE_ENV):
+    monkeypatch.setenv(native.KERNEL_ENV, "md5")
+    with pytest.raises(ValueError, match=native.KERNEL_ENV):
         lanes.lane_engine()
+
+
+def test_the_retired_engine_setting_is_an_error_naming_the_kernel_setting(monkeypatch):
+    monkeypatch.setenv(native.RETIRED_ENGINE_ENV, "hashlib")
+    with pytest.raises(
+        ValueError, match=f"UBUNYE_HASH_ENGINE is no longer read; {native.KERNEL_ENV}"
+    ):
+        lanes.lane_engine()
+    result = fingerprint(pa.table({"id": [1, 2]}))
+    assert result.data_hash is None
+    assert result.error is not None and native.KERNEL_ENV in result.error
 
 
 def big_table(rows: int) -> pa.Table:
@@ -176,10 +188,10 @@ def big_table(rows: int) -> pa.Table:
     )
 
 
-@pytest.mark.parametrize("engine", ["hashlib", "auto"])
-def test_digest_is_the_same_whatever_the_number_of_workers(monkeypatch, engine):
+@pytest.mark.parametrize("setting", ["python", "auto"])
+def test_digest_is_the_same_whatever_the_number_of_workers(monkeypatch, setting):
     table = big_table(120_000)
-    monkeypatch.setenv(lanes.HASH_ENGINE_ENV, engine)
+    monkeypatch.setenv(native.KERNEL_ENV, setting)
     digests = set()
     for count in ("1", "2", "3"):
         monkeypatch.setenv(lanes.HASH_THREADS_ENV, count)
@@ -273,6 +285,13 @@ def test_without_the_kernel_the_fallback_gives_the_same_digest(monkeypatch):
     monkeypatch.setitem(native._state, "module", None)
     assert lanes.lane_engine() == "hashlib"
     assert fingerprint(table) == expected
-    monkeypatch.setenv(lanes.HASH_ENGINE_ENV, "kernel")
+    monkeypatch.setenv(native.KERNEL_ENV, "native")
     with pytest.raises(ImportError, match="ubunye-rows"):
         lanes.lane_engine()
+
+
+def test_the_native_setting_refuses_to_hash_a_table_without_the_kernel(monkeypatch):
+    monkeypatch.setitem(native._state, "module", None)
+    monkeypatch.setenv(native.KERNEL_ENV, "native")
+    with pytest.raises(ImportError, match=f"{native.KERNEL_ENV}=native"):
+        arrow_fingerprint_or_raise(mixed_table(10))

@@ -7,7 +7,7 @@ from pathlib import Path
 import dagster as dg
 import pandas as pd
 
-from ubunye_dagster import UbunyeIOManager, UbunyeResource
+from ubunye_dagster import UbunyeIOManager, UbunyeResource, build_reproducibility_checks
 from ubunye_dagster.metadata import DATA_HASH, INPUTS, RECORD_PATH, SUMMARY
 from ubunye_dagster.summary import WIDTH_BUDGET
 
@@ -115,6 +115,38 @@ def test_the_summary_names_the_output_digest_and_where_the_record_is(tmp_path):
     assert one_line(text, "Record: ") == (
         f"Record: `{record.name}` in `…/{record.parent.name}/` (full path: {RECORD_PATH})."
     )
+
+
+def test_a_write_the_check_judges_reads_the_previous_materialisation_once_and_shows_its_verdict(
+    tmp_path, monkeypatch
+):
+    # Strict sources: the check judges `raw` otherwise than default settings would, so a summary
+    # judged on its own would disagree with the check.
+    checks = build_reproducibility_checks([raw], strict_sources=True)
+    manager = UbunyeIOManager(
+        base_path=str(tmp_path / "data"), ubunye=UbunyeResource(usecase_dir=str(tmp_path))
+    )
+    resources = {"io_manager": manager}
+    with dg.instance_for_test() as instance:
+        ROWS["n"] = 3
+        dg.materialize([raw, *checks], resources=resources, instance=instance)
+        ROWS["n"] = 4
+        queries = []
+        fetch = instance.fetch_materializations
+
+        def counted(records_filter, *args, **kwargs):
+            queries.append(records_filter)
+            return fetch(records_filter, *args, **kwargs)
+
+        monkeypatch.setattr(instance, "fetch_materializations", counted)
+        second = dg.materialize([raw, *checks], resources=resources, instance=instance)
+
+    assert len(queries) == 1
+    [evaluation] = second.get_asset_check_evaluations()
+    outcome = evaluation.metadata["ubunye/outcome"].value
+    assert outcome == "drift (same inputs)"
+    text, _ = summary_of(second, "raw")
+    assert one_line(text, "**Rows changed**").endswith(f": {outcome}.")
 
 
 # The summary as the UI lays it out: CommonMark paragraphs (a backslash at a line's end breaks

@@ -24,6 +24,7 @@ import dagster as dg
 import pytest
 
 from ubunye_core.records.drift import INPUTS_CHANGED, INPUTS_UNKNOWN, SAME_INPUTS
+from ubunye_core.records.model import RunRecord, StepRecord
 from ubunye_dagster import metadata as keys
 from ubunye_dagster.sensor import (
     CHECK_NAME,
@@ -569,9 +570,12 @@ def test_hashes_of_different_methods_are_not_compared(instance):
 def test_the_lineage_store_fills_input_digests_the_metadata_lacks(instance, tmp_path):
     for run, orders_digest in (("r1", "sha256:o1"), ("r2", "sha256:o2")):
         record_path = tmp_path / f"{run}.json"
-        record_path.write_text(
-            json.dumps({"inputs": [{"name": "orders", "data_hash": orders_digest}]})
-        )
+        orders = StepRecord(name="orders", direction="input", data_hash=orders_digest)
+        record = RunRecord(
+            run_id=run, task_path="u/p/totals", usecase="u", package="p", task_name="totals",
+            started_at="2026-01-01T00:00:00+00:00", inputs=[orders],
+        )  # fmt: skip
+        record_path.write_text(record.to_json())
         metadata = receipt_metadata([run])
         del metadata[keys.INPUTS]
         metadata[keys.RECORD_PATH] = dg.MetadataValue.path(str(record_path))

@@ -30,6 +30,7 @@ from ubunye_core.cli import main
 from ubunye_core.records.model import RunRecord
 from ubunye_core.store import LineageStore
 from ubunye_core.store.index import CACHE_DIR_ENV, INDEX_FILE_NAME
+from ubunye_core.store.listing import FileEntry
 
 # Runs no Dagster: CI runs it on the newest Dagster only (tests/test_code_shape.py checks).
 pytestmark = pytest.mark.dagster_free
@@ -325,6 +326,76 @@ def test_a_record_rewritten_in_place_is_read_again(tmp_path):
     data = Path(path).read_bytes().replace(b'"running"', b'"failed!"')
     write_behind_the_index(path, data, T0)
     assert store.latest(TASKS[0]).status == "failed!"
+
+
+# --- a folder found in step is not compared file by file --------------------------------------
+
+
+def runs_seen(store: LineageStore) -> tuple[list, list]:
+    """(run id, status) of the task's runs as a listing and as a search see them."""
+    listed = [(r.run_id, r.status) for r in store.list_runs(TASKS[0])]
+    searched = [(r.run_id, r.status) for r in store.search(TASKS[0])]
+    return listed, searched
+
+
+def test_a_folder_found_in_step_is_synced_without_comparing_its_files(tmp_path):
+    store = LineageStore(tmp_path)
+    store.save(make_record("r1"))
+    store.latest(TASKS[0])  # compares the files with the index and finds them in step
+    folder = store._folder_state(TASKS[0])
+    store._index().sync([folder], store._read_entries, still_gone=store._still_gone)
+    assert "entries" not in vars(folder)
+
+
+def replace_by_rename(path: str, data: bytes, mtime: float) -> None:
+    """Write a file as an atomic writer does: a temporary file renamed over it."""
+    temp = f"{path}.tmp"
+    write_behind_the_index(temp, data, mtime)
+    os.replace(temp, path)
+
+
+@pytest.mark.parametrize(
+    "writer", [write_behind_the_index, replace_by_rename], ids=["in place", "by a rename"]
+)
+def test_a_record_rewritten_in_a_folder_found_in_step_is_read_again(tmp_path, writer):
+    store = LineageStore(tmp_path)
+    path = store.save(make_record("r1", status="running")).path
+    os.utime(path, (T0, T0))
+    runs_seen(store)
+    assert runs_seen(store) == ([("r1", "running")], [("r1", "running")])
+    # Same size, same modification time, same folder listing times.
+    data = Path(path).read_bytes().replace(b'"running"', b'"failed!"')
+    writer(path, data, T0)
+    assert runs_seen(store) == ([("r1", "failed!")], [("r1", "failed!")])
+
+
+def test_a_record_added_to_a_folder_found_in_step_is_seen(tmp_path):
+    store = LineageStore(tmp_path)
+    store.save(make_record("r1"))
+    runs_seen(store)
+    path = store.path_for(TASKS[0], "r2").path
+    write_behind_the_index(path, make_record("r2").to_json().encode(), T0 + 1e9)
+    assert runs_seen(store) == ([("r2", "running"), ("r1", "running")],) * 2
+
+
+def test_a_record_removed_from_a_folder_found_in_step_is_dropped(tmp_path):
+    store = LineageStore(tmp_path)
+    store.save(make_record("r1"))
+    path = store.save(make_record("r2")).path
+    runs_seen(store)
+    os.unlink(path)
+    assert runs_seen(store) == ([("r1", "running")],) * 2
+
+
+def test_a_row_written_while_a_folder_is_compared_leaves_it_to_be_compared_again(tmp_path):
+    store = LineageStore(tmp_path)
+    store.save(make_record("r1"))
+    runs_seen(store)
+    # Another process saved a record the listing did not hold, then the file went: the listing
+    # is the one found in step, but the rows are not.
+    entry = FileEntry("ghost.json", T0, (T0, 1, 1))
+    store._index().record_saved(TASKS[0], entry, make_record("ghost"))
+    assert runs_seen(store) == ([("r1", "running")],) * 2
 
 
 # --- concurrent writers -------------------------------------------------------------------

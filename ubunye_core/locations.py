@@ -8,18 +8,16 @@ or the ``UBUNYE_STORAGE_OPTIONS`` environment variable, as JSON.
 
 from __future__ import annotations
 
-import json
-import os
 from os import PathLike
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 from upath import UPath
 
-#: The environment variable holding the store's fsspec options as a JSON object.
-STORAGE_OPTIONS_ENV = "UBUNYE_STORAGE_OPTIONS"
-
-_LOCAL_PROTOCOLS = frozenset({"", "file", "local"})
+from ubunye_core.paths import is_local
+from ubunye_core.storage_options import STORAGE_OPTIONS_ENV as STORAGE_OPTIONS_ENV
+from ubunye_core.storage_options import storage_options_from_env as storage_options_from_env
+from ubunye_core.storage_options import storage_options_from_json as storage_options_from_json
 
 
 class StoreAccess(BaseModel):
@@ -33,32 +31,9 @@ class StoreAccess(BaseModel):
     def path(self, location: str | PathLike[str] | UPath) -> UPath:
         """``location`` as a ``UPath`` with these options when it is on an object store; a
         ``UPath`` that already has options, and a local path, are kept as they are."""
-        if isinstance(location, UPath) and (location.storage_options or _is_local(location)):
+        if isinstance(location, UPath) and (location.storage_options or is_local(location)):
             return location
         text = str(location)
-        if not self.storage_options or "://" not in text or _is_local(UPath(text)):
+        if not self.storage_options or "://" not in text or is_local(UPath(text)):
             return UPath(location)
         return UPath(text, **self.storage_options)
-
-
-def _is_local(path: UPath) -> bool:
-    return path.protocol in _LOCAL_PROTOCOLS
-
-
-def storage_options_from_json(text: str | None, source: str) -> dict[str, Any]:
-    """The JSON object ``text`` read as fsspec options (``{}`` for none or empty); ValueError
-    naming ``source`` (the flag or variable it came from) when it is not a JSON object."""
-    if text is None or not text.strip():
-        return {}
-    try:
-        options = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise ValueError(f"{source} is not JSON: {exc}") from exc
-    if isinstance(options, dict):
-        return options
-    raise ValueError(f"{source} is not a JSON object ({{...}}): {text[:60]!r}")
-
-
-def storage_options_from_env() -> dict[str, Any]:
-    """The options in ``$UBUNYE_STORAGE_OPTIONS`` (``{}`` when it is unset)."""
-    return storage_options_from_json(os.environ.get(STORAGE_OPTIONS_ENV), STORAGE_OPTIONS_ENV)

@@ -19,8 +19,9 @@ from ubunye_dagster.expectations import (
     ExpectationFailed,
     validate_declared_expectations,
 )
-from ubunye_dagster.io_manager import UbunyeIOManager, UnverifiedReadError
+from ubunye_dagster.io_manager import UbunyeIOManager
 from ubunye_dagster.notifiers import slack_notifier, webhook_notifier
+from ubunye_dagster.pipeline import UnverifiedReadError
 from ubunye_dagster.pipes import PipesReceipts
 from ubunye_dagster.resource import Receipt, UbunyeResource
 from ubunye_dagster.sensor import (

@@ -17,6 +17,7 @@ from typing import Any, Protocol
 
 from ubunye_core import __version__
 from ubunye_core.records.model import RunRecord, StepRecord
+from ubunye_core.records.times import required_instant
 from ubunye_core.store import LineageStore, task_name_for_key
 from ubunye_dagster.identity import RecordIdentity, check_usecase, record_run_id
 from ubunye_dagster.masking import mask_error, mask_tags
@@ -233,7 +234,7 @@ def close_record(
     ended = time.time() if ended_epoch is None else ended_epoch
     record.status = status
     record.ended_at = utc_text(ended)
-    started = datetime.fromisoformat(record.started_at).timestamp()
+    started = required_instant(record.started_at).timestamp()
     record.duration_sec = round(max(0.0, ended - started), 6)
     if isinstance(error, BaseException):
         record.error = mask_error(error)

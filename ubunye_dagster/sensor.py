@@ -11,22 +11,20 @@ Dagster UI shows it.
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 import dagster as dg
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict
 
 from ubunye_core.diff.report import drift_rows
 from ubunye_core.locations import StoreAccess
 from ubunye_core.records import drift
+from ubunye_core.records.model import RunRecord
 from ubunye_dagster import dagster_internals as internals
 from ubunye_dagster import metadata as metadata_keys
 from ubunye_dagster.dagster_internals import (
-    CODE_VERSION_TAG,
-    INPUT_DATA_VERSION_TAG_PREFIX,
     AssetCheckEvaluationTargetMaterializationData,
     UnresolvedAssetJobDefinition,
 )
@@ -37,7 +35,19 @@ from ubunye_dagster.drift_hooks import (
     notify_drift,
     resolve_drift_hook,
 )
+from ubunye_dagster.drift_settings import DriftSettings
 from ubunye_dagster.expectations import validate_declared_expectations
+from ubunye_dagster.previous_materialisation import (
+    Finding,
+    evidence_from_metadata,
+    finding_against,
+    metadata_values,
+    previous_record,
+    read_run_record,
+    receipt_from,
+    receipt_of,
+    tags_of,
+)
 
 #: Name of the asset check the sensor reports on every watched asset.
 CHECK_NAME = "ubunye_reproducible"
@@ -70,33 +80,6 @@ CoercibleToWatchedAsset = (
 )
 
 
-class DriftSettings(BaseModel):
-    """How the drift sensor judges and how much work one tick may do."""
-
-    model_config = ConfigDict(frozen=True)
-
-    flag_reasons: tuple[str, ...] = drift.DEFAULT_FLAG_REASONS
-    strict_sources: bool = False
-    #: Asset keys ("a/b") whose definitions declare `ubunye/deterministic: True`.
-    deterministic_keys: frozenset[str] = frozenset()
-    # Dagster refuses to fetch more than 10,000 event records in one query.
-    max_events_per_tick: int = Field(default=200, ge=1, le=10_000)
-    tick_time_budget_seconds: float | None = Field(default=30.0, ge=0)
-    use_lineage_store: bool = True
-    #: Time a tick gives its `on_drift` calls, all together.
-    on_drift_timeout_seconds: float = Field(default=DEFAULT_HOOK_TIMEOUT_SECONDS, gt=0)
-    #: How record files and stored data are read: the store's options, where the IO manager's
-    #: are set (kept out of the check's spec metadata, which the UI shows).
-    access: StoreAccess = Field(default_factory=StoreAccess, repr=False)
-
-    @field_validator("flag_reasons", mode="before")
-    @classmethod
-    def _known_reasons(cls, value: Iterable[str]) -> tuple[str, ...]:
-        if isinstance(value, str):
-            value = (value,)
-        return drift.validate_flag_reasons(value)
-
-
 class DriftCursor(BaseModel):
     """The sensor's cursor: every materialisation up to this storage id has been judged."""
 
@@ -121,25 +104,6 @@ class DriftCursor(BaseModel):
 
     def dump(self) -> str:
         return self.model_dump_json()
-
-
-class Finding(BaseModel):
-    """One judged materialisation: where it is in the event log and what was decided."""
-
-    model_config = ConfigDict(frozen=True, arbitrary_types_allowed=True)
-
-    asset_key: dg.AssetKey
-    partition: str | None
-    #: None for a materialisation judged in its own step, before the event log stored it.
-    storage_id: int | None
-    run_id: str
-    timestamp: float
-    receipt: drift.DriftEvidence
-    previous_storage_id: int | None = None
-    previous_run_id: str | None = None
-    previous_receipt: drift.DriftEvidence | None = None
-    judgement: drift.Judgement
-    notes: tuple[str, ...] = ()
 
 
 def watched_asset_keys(assets: Iterable[CoercibleToWatchedAsset]) -> list[dg.AssetKey]:
@@ -167,35 +131,6 @@ def watched_asset_keys(assets: Iterable[CoercibleToWatchedAsset]) -> list[dg.Ass
     if not keys:
         raise ValueError("no assets to watch: pass None to watch every asset with Ubunye metadata")
     return keys
-
-
-def evidence_from_metadata(
-    values: Mapping[str, Any], tags: Mapping[str, str] | None = None
-) -> drift.DriftEvidence:
-    """A receipt's drift evidence from materialisation metadata unwrapped to plain values, and
-    the upstream data versions Dagster tagged the materialisation with."""
-    return drift.DriftEvidence(
-        data_hash=_text_or_none(values.get(metadata_keys.DATA_HASH)),
-        hash_method=_text_or_none(values.get(metadata_keys.HASH_METHOD)),
-        hash_error=_text_or_none(values.get(metadata_keys.HASH_ERROR)),
-        code_hash=_text_or_none(values.get(metadata_keys.CODE_HASH)),
-        environment_hash=_text_or_none(values.get(metadata_keys.ENVIRONMENT_HASH)),
-        config_hash=_text_or_none(values.get(metadata_keys.CONFIG_HASH)),
-        inputs=drift.inputs_from_document(values.get(metadata_keys.INPUTS)),
-        upstream_versions=upstream_versions_from_tags(tags or {}),
-        deterministic=values.get(metadata_keys.DETERMINISTIC) is True,
-        record_path=_text_or_none(values.get(metadata_keys.RECORD_PATH)),
-    )
-
-
-def upstream_versions_from_tags(tags: Mapping[str, str]) -> dict[str, str] | None:
-    """`{upstream asset key: data version}` from a materialisation's tags (one tag per upstream,
-    `<prefix>/<asset key>`); None when the materialisation was not made in a step, which its
-    missing code version tag shows (Dagster then records no upstreams)."""
-    if CODE_VERSION_TAG not in tags:
-        return None
-    prefix = INPUT_DATA_VERSION_TAG_PREFIX + "/"
-    return {name[len(prefix) :]: value for name, value in tags.items() if name.startswith(prefix)}
 
 
 def declared_deterministic(assets: Iterable[Any]) -> frozenset[str]:
@@ -226,7 +161,7 @@ def judge_pending_materialisations(
     )
     findings: list[Finding] = []
     latest: dict[tuple[dg.AssetKey, str | None], tuple[dg.EventLogRecord, drift.DriftEvidence]] = {}
-    records_cache: dict[str, Mapping[str, Any] | None] = {}
+    records_cache: dict[str, RunRecord | None] = {}
     last_looked_at = cursor.after_storage_id
     for index, record in enumerate(pending):
         if (
@@ -236,13 +171,13 @@ def judge_pending_materialisations(
         ):
             break
         last_looked_at = record.storage_id
-        values = _metadata_values(record)
+        values = metadata_values(record)
         if asset_keys is None and not drift.carries_ubunye_metadata(values):
             # Remembered all the same: a later receipt's predecessor is this record, as it
             # would be if looked up in the event log.
             latest[(_asset_key(record), record.partition_key)] = (
                 record,
-                evidence_from_metadata(values, _tags(record)),
+                evidence_from_metadata(values, tags_of(record)),
             )
             continue
         findings.append(_judge_record(instance, record, values, settings, latest, records_cache))
@@ -573,47 +508,13 @@ def _pending_records(
     return found[:limit]
 
 
-def _previous_record(
-    instance: dg.DagsterInstance,
-    key: dg.AssetKey,
-    partition: str | None,
-    before_storage_id: int | None,
-) -> dg.EventLogRecord | None:
-    """The newest materialisation of the same asset and partition before the storage id (the
-    newest of all when it is None)."""
-    cursor: str | None = None
-    # The newest record first, alone: an unpartitioned asset's previous materialisation is
-    # nearly always it, and every record fetched is deserialised. Pages of 20 after that.
-    limit = 1
-    while True:
-        result = instance.fetch_materializations(
-            dg.AssetRecordsFilter(
-                asset_key=key,
-                asset_partitions=[partition] if partition is not None else None,
-                before_storage_id=before_storage_id,
-            ),
-            limit=limit,
-            cursor=cursor,
-            ascending=False,
-        )
-        limit = 20
-        for record in result.records:
-            # Without a partition filter the query spans partitions; an unpartitioned receipt
-            # is only ever compared with another unpartitioned one.
-            if record.partition_key == partition:
-                return record
-        if not result.has_more or partition is not None:
-            return None
-        cursor = result.cursor
-
-
 def _judge_record(
     instance: dg.DagsterInstance,
     record: dg.EventLogRecord,
     values: Mapping[str, Any],
     settings: DriftSettings,
     latest: dict[tuple[dg.AssetKey, str | None], tuple[dg.EventLogRecord, drift.DriftEvidence]],
-    records_cache: dict[str, Mapping[str, Any] | None],
+    records_cache: dict[str, RunRecord | None],
 ) -> Finding:
     """Judge one materialisation; `latest` remembers this tick's receipts per asset and partition.
 
@@ -623,15 +524,15 @@ def _judge_record(
     key = _asset_key(record)
     partition = record.partition_key
     notes: list[str] = []
-    receipt = _receipt(values, _tags(record), settings, records_cache, notes)
+    receipt = receipt_from(values, tags_of(record), settings, records_cache, notes)
     remembered = latest.get((key, partition))
     if remembered is not None:
         previous, previous_receipt = remembered
     else:
-        previous = _previous_record(instance, key, partition, record.storage_id)
-        previous_receipt = _previous_receipt(previous, settings, records_cache, notes)
+        previous = previous_record(instance, key, partition, record.storage_id)
+        previous_receipt = receipt_of(previous, settings, records_cache, notes)
     latest[(key, partition)] = (record, receipt)
-    return _finding(
+    return finding_against(
         key,
         partition,
         (record.storage_id, record.run_id, record.timestamp),
@@ -641,88 +542,6 @@ def _judge_record(
         settings,
         notes,
     )
-
-
-def judge_before_storage(
-    instance: dg.DagsterInstance,
-    key: dg.AssetKey,
-    partition: str | None,
-    receipt: drift.DriftEvidence,
-    settings: DriftSettings,
-    run_id: str,
-) -> Finding:
-    """A materialisation its step is about to store (``receipt``: what its metadata and tags will
-    say) judged as the sensor will judge it once stored: against the newest stored materialisation
-    of the same asset and partition, which is then its predecessor."""
-    notes: list[str] = []
-    records_cache: dict[str, Mapping[str, Any] | None] = {}
-    receipt = _filled_receipt(receipt, settings, records_cache, notes)
-    previous = _previous_record(instance, key, partition, None)
-    previous_receipt = _previous_receipt(previous, settings, records_cache, notes)
-    where = (None, run_id, time.time())
-    return _finding(key, partition, where, receipt, previous, previous_receipt, settings, notes)
-
-
-def _previous_receipt(
-    previous: dg.EventLogRecord | None,
-    settings: DriftSettings,
-    records_cache: dict[str, Mapping[str, Any] | None],
-    notes: list[str],
-) -> drift.DriftEvidence | None:
-    if previous is None:
-        return None
-    return _receipt(_metadata_values(previous), _tags(previous), settings, records_cache, notes)
-
-
-def _finding(
-    key: dg.AssetKey,
-    partition: str | None,
-    where: tuple[int | None, str, float],
-    receipt: drift.DriftEvidence,
-    previous: dg.EventLogRecord | None,
-    previous_receipt: drift.DriftEvidence | None,
-    settings: DriftSettings,
-    notes: list[str],
-) -> Finding:
-    """The finding of ``receipt`` (stored at ``where``: storage id, run id, timestamp) judged
-    against its predecessor."""
-    storage_id, run_id, timestamp = where
-    return Finding(
-        asset_key=key,
-        partition=partition,
-        storage_id=storage_id,
-        run_id=run_id,
-        timestamp=timestamp,
-        receipt=receipt,
-        previous_storage_id=previous.storage_id if previous is not None else None,
-        previous_run_id=previous.run_id if previous is not None else None,
-        previous_receipt=previous_receipt,
-        judgement=drift.judge(
-            receipt,
-            previous_receipt,
-            strict_sources=settings.strict_sources
-            or key.to_user_string() in settings.deterministic_keys,
-        ),
-        notes=tuple(dict.fromkeys(notes)),
-    )
-
-
-def judge_against_previous(
-    instance: dg.DagsterInstance,
-    key: dg.AssetKey,
-    partition: str | None,
-    current: drift.DriftEvidence,
-    *,
-    use_lineage_store: bool = True,
-) -> tuple[drift.Judgement, str | None]:
-    """``current`` (a materialisation not yet in the event log) judged against the newest one of
-    the same asset and partition, as the sensor judges; with the previous one's run id."""
-    previous = _previous_record(instance, key, partition, None)
-    if previous is None:
-        return drift.judge(current, None), None
-    settings = DriftSettings(use_lineage_store=use_lineage_store)
-    receipt = _receipt(_metadata_values(previous), _tags(previous), settings, {}, [])
-    return drift.judge(current, receipt), previous.run_id
 
 
 def _judge_latest(
@@ -736,10 +555,10 @@ def _judge_latest(
             check_name=CHECK_NAME,
             passed=True,
             description="Not judged: the asset has never been materialised.",
-            metadata={"ubunye/verdict": drift.Verdict.NOT_JUDGED.value},
+            metadata={"ubunye/verdict": drift.JudgementVerdict.NOT_JUDGED.value},
         )
     record = latest[0]
-    finding = _judge_record(instance, record, _metadata_values(record), settings, {}, {})
+    finding = _judge_record(instance, record, metadata_values(record), settings, {}, {})
     evaluation = check_evaluation_for(finding, settings.flag_reasons, settings.access)
     return dg.AssetCheckResult(
         asset_key=key,
@@ -749,58 +568,6 @@ def _judge_latest(
         description=evaluation.description,
         metadata=dict(evaluation.metadata),
     )
-
-
-def _receipt(
-    values: Mapping[str, Any],
-    tags: Mapping[str, str],
-    settings: DriftSettings,
-    records_cache: dict[str, Mapping[str, Any] | None],
-    notes: list[str],
-) -> drift.DriftEvidence:
-    """The receipt from metadata and tags; the run record fills only what the metadata lacks."""
-    return _filled_receipt(evidence_from_metadata(values, tags), settings, records_cache, notes)
-
-
-def _filled_receipt(
-    receipt: drift.DriftEvidence,
-    settings: DriftSettings,
-    records_cache: dict[str, Mapping[str, Any] | None],
-    notes: list[str],
-) -> drift.DriftEvidence:
-    if not (settings.use_lineage_store and receipt.lacks_evidence and receipt.record_path):
-        return receipt
-    path = receipt.record_path
-    if path not in records_cache:
-        records_cache[path] = _read_run_record(path, notes, settings.access)
-    record = records_cache[path]
-    return receipt.filled_from_record(record) if record is not None else receipt
-
-
-def _read_run_record(path: str, notes: list[str], access: StoreAccess) -> Mapping[str, Any] | None:
-    """Read a run record file (local path or fsspec URL, opened through ``access``) as plain
-    JSON; None if unreadable."""
-    try:
-        data = json.loads(access.path(path).read_text(encoding="utf-8"))
-    except (OSError, ValueError) as error:
-        notes.append(f"run record {path} unreadable: {type(error).__name__}: {error}")
-        return None
-    if not isinstance(data, dict):
-        notes.append(f"run record {path} is not a JSON object")
-        return None
-    return data
-
-
-def _metadata_values(record: dg.EventLogRecord) -> dict[str, Any]:
-    materialization = record.asset_materialization
-    if materialization is None:
-        return {}
-    return {key: value.value for key, value in materialization.metadata.items()}
-
-
-def _tags(record: dg.EventLogRecord) -> Mapping[str, str]:
-    materialization = record.asset_materialization
-    return (materialization.tags or {}) if materialization is not None else {}
 
 
 def _with_definitions(
@@ -815,10 +582,6 @@ def _with_definitions(
     return settings.model_copy(
         update={"deterministic_keys": settings.deterministic_keys | declared}
     )
-
-
-def _text_or_none(value: Any) -> str | None:
-    return None if value is None or value == "" else str(value)
 
 
 def _asset_key(record: dg.EventLogRecord) -> dg.AssetKey:
@@ -873,9 +636,9 @@ def _describe(finding: Finding, flag_reasons: Iterable[str]) -> str:
     judgement = finding.judgement
     previous = finding.previous_run_id or "a materialisation outside any run"
     outcome = judgement.outcome(tuple(flag_reasons))
-    if judgement.verdict is drift.Verdict.UNCHANGED:
+    if judgement.verdict is drift.JudgementVerdict.UNCHANGED:
         return f"Reproduced: same data as the previous materialisation (run {previous})."
-    if judgement.verdict is drift.Verdict.NOT_JUDGED:
+    if judgement.verdict is drift.JudgementVerdict.NOT_JUDGED:
         return f"Not judged: {judgement.reason}."
     why = _why(judgement)
     if why is None:
@@ -930,7 +693,7 @@ def _changed_rows_metadata(
     sketches) and up to 5 rows removed and added when both versions are still stored."""
     notes: list[str] = []
     paths = (previous.record_path, current.record_path)
-    records = [_read_run_record(path, notes, access) for path in paths if path]
+    records = [read_run_record(path, notes, access) for path in paths if path]
     if len(records) != 2 or None in records:
         return {}
     try:

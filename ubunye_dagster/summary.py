@@ -13,8 +13,9 @@ import dagster as dg
 
 from ubunye_core.records import drift
 from ubunye_core.records.model import RunRecord, StepRecord
+from ubunye_dagster.drift_settings import DriftSettings
 from ubunye_dagster.metadata import RECORD_PATH, SUMMARY
-from ubunye_dagster.sensor import judge_against_previous
+from ubunye_dagster.previous_materialisation import Finding, judge_before_storage
 
 #: How many hex digits of a digest the summary shows (the full digests are in the other entries).
 SHORT_DIGEST = 8
@@ -66,9 +67,9 @@ def headline(judgement: drift.Judgement, previous_run_id: str | None) -> str:
     """The verdict line: same rows or changed, and the judgement's own reason."""
     # A no-break space keeps "(run <id>)" on one line when the line is broken.
     against = f" (run\u00a0`{previous_run_id[:8]}`)" if previous_run_id else ""
-    if judgement.verdict is drift.Verdict.UNCHANGED:
+    if judgement.verdict is drift.JudgementVerdict.UNCHANGED:
         return f"**Same rows** as the previous materialisation{against}."
-    if judgement.verdict is drift.Verdict.NOT_JUDGED:
+    if judgement.verdict is drift.JudgementVerdict.NOT_JUDGED:
         return f"**Not compared**: {judgement.reason}."
     return (
         f"**Rows changed** since the previous materialisation{against}: "
@@ -202,14 +203,17 @@ def judged(
     and partition in the event log; a judgement that says why when it cannot be made."""
     if instance is None:
         reason = "no Dagster instance to find the previous materialisation in"
-        return drift.Judgement(verdict=drift.Verdict.NOT_JUDGED, reason=reason), None
-    current = drift.DriftEvidence.from_record(record.to_dict(), output_name)
+        return drift.Judgement(verdict=drift.JudgementVerdict.NOT_JUDGED, reason=reason), None
+    current = drift.DriftEvidence.from_record(record, output_name)
     partition = str(partition_key) if partition_key is not None else None
     try:
-        return judge_against_previous(instance, asset_key, partition, current)
+        finding = judge_before_storage(
+            instance, asset_key, partition, current, DriftSettings(), record.run_id
+        )
+        return finding.judgement, finding.previous_run_id
     except Exception as error:  # shown in the entry: a summary never fails the write
         reason = f"the event log could not be read ({type(error).__name__}: {error})"
-        return drift.Judgement(verdict=drift.Verdict.NOT_JUDGED, reason=reason), None
+        return drift.Judgement(verdict=drift.JudgementVerdict.NOT_JUDGED, reason=reason), None
 
 
 def summary_metadata(
@@ -221,9 +225,14 @@ def summary_metadata(
     *,
     record_path: str,
     input_asset_keys: Mapping[str, str | None],
+    finding: Finding | None = None,
 ) -> dict[str, dg.MetadataValue]:
-    """``{"ubunye/summary": <Markdown>}`` for one asset materialisation."""
-    judgement, previous_run_id = judged(instance, asset_key, partition_key, record, output.name)
+    """``{"ubunye/summary": <Markdown>}`` for one asset materialisation, showing ``finding`` when
+    its step judged it already (the event log is not read again), else judged here."""
+    if finding is not None:
+        judgement, previous_run_id = finding.judgement, finding.previous_run_id
+    else:
+        judgement, previous_run_id = judged(instance, asset_key, partition_key, record, output.name)
     summary = receipt_summary(
         record,
         output,

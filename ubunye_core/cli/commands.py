@@ -18,50 +18,31 @@ import sys
 import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from datetime import datetime, timezone
-from typing import Any
+from itertools import islice
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
-from upath import UPath
 
-from ubunye_core.cli.render import (
-    TerminalProgress,
-    compare_table,
-    drift_document,
-    drift_lines,
-    make_console,
-    reindex_document,
-    reindex_text,
-    runs_table,
-    trace_document,
-    trace_tree,
-    write_json_list,
-    write_search_lines,
-)
-from ubunye_core.diff.report import ReportError, output_step
-from ubunye_core.locations import STORAGE_OPTIONS_ENV, StoreAccess, storage_options_from_json
-from ubunye_core.materialisations.staging import (
-    DEFAULT_STALE_AFTER,
-    dead_staging_entries,
-    remove_dead_staging,
-)
-from ubunye_core.records.compare import compare
-from ubunye_core.records.drift import (
-    DEFAULT_FLAG_REASONS,
-    DRIFT_REASONS,
-    judge_records,
-    partition_of,
-)
-from ubunye_core.records.model import RUN_STATUSES, RunRecord
-from ubunye_core.store import (
-    LINEAGE_SUBDIR,
-    LineageStore,
-    LineageStoreError,
-    UnreadableRecordWarning,
-    task_name_for_key,
-)
-from ubunye_core.store.listing import instant
+# Only what every command line needs is imported here; each command imports the rest (the record
+# model, fsspec, rich) when it runs, so the help and a mistyped command answer at once.
+from ubunye_core.materialisations.staging import DEFAULT_STALE_AFTER
+from ubunye_core.paths import is_local
+from ubunye_core.records.times import instant
+from ubunye_core.records.vocabulary import DEFAULT_FLAG_REASONS, DRIFT_REASONS, RUN_STATUSES
+from ubunye_core.storage_options import STORAGE_OPTIONS_ENV, storage_options_from_json
+from ubunye_core.store.errors import LineageStoreError, UnreadableRecordWarning
+from ubunye_core.store.names import LINEAGE_SUBDIR, task_name_for_key
 from ubunye_core.wording import counted
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+    from upath import UPath
+
+    from ubunye_core.records.model import RunRecord
+    from ubunye_core.store import LineageStore
+
+_Path = TypeVar("_Path", "Path", "UPath")
 
 DEFAULT_LINEAGE_DIR = "/".join(LINEAGE_SUBDIR)
 
@@ -86,7 +67,7 @@ def _reason(exc: BaseException) -> str:
     return f"{exc} ({type(exc).__name__})" if str(exc) else type(exc).__name__
 
 
-def _existing_folder(path: UPath, what: str) -> UPath:
+def _existing_folder(path: _Path, what: str) -> _Path:
     """``path`` when it is a folder (on an object store: a prefix holding objects); else a
     CliError saying that ``what`` does not exist, is not a folder, or cannot be read and why."""
     try:
@@ -104,19 +85,36 @@ def _open_store(
     *,
     use_index: bool = True,
     as_json: bool = False,
-    access: StoreAccess | None = None,
+    storage_options: dict[str, Any] | None = None,
 ) -> LineageStore:
     """The store at ``--lineage-dir`` (a URL, an absolute path, or a path under ``-d``, opened
     with ``--storage-options``), with a progress bar on a terminal for long index work (never
     with --json). The folder named must exist: ``--lineage-dir`` when it is a URL or absolute,
     else ``-d`` (whose records folder may not be made yet)."""
-    access = access or StoreAccess()
+    from ubunye_core.store import LineageStore
+
     if "://" in lineage_dir or os.path.isabs(lineage_dir):
-        root = _existing_folder(access.path(lineage_dir), "the lineage folder")
+        root = _existing_folder(_location(lineage_dir, storage_options), "the lineage folder")
     else:
-        root = _existing_folder(access.path(usecase_dir), "the use case folder") / lineage_dir
-    progress = None if as_json or not sys.stderr.isatty() else TerminalProgress()
+        usecase = _location(usecase_dir, storage_options)
+        root = _existing_folder(usecase, "the use case folder") / lineage_dir
+    progress = None
+    if not as_json and sys.stderr.isatty():
+        from ubunye_core.cli.progress import TerminalProgress
+
+        progress = TerminalProgress()
     return LineageStore(root, use_index=use_index, progress=progress)
+
+
+def _location(text: str, storage_options: dict[str, Any] | None) -> Path | UPath:
+    """``text`` as a path to open: plain local ones without fsspec, URLs with the options."""
+    from ubunye_core.store.layout import as_path, plain_local_path
+
+    if not storage_options or plain_local_path(text) is not None:
+        return as_path(text)
+    from upath import UPath
+
+    return UPath(text, **storage_options)
 
 
 def _asset_parts(asset: str) -> list[str]:
@@ -165,18 +163,10 @@ def _latest(store: LineageStore, task_path: str, run_id: str | None) -> RunRecor
     return record
 
 
-def _started(record: RunRecord) -> datetime | None:
-    try:
-        started = datetime.fromisoformat(record.started_at)
-    except ValueError:
-        return None
-    return started if started.tzinfo else started.replace(tzinfo=timezone.utc)
-
-
 def earlier_first(a: RunRecord, b: RunRecord) -> tuple[RunRecord, RunRecord]:
     """The two runs as (previous, current) by ``started_at``; ``a`` first on a tie or when a
     time cannot be read."""
-    started_a, started_b = _started(a), _started(b)
+    started_a, started_b = instant(a.started_at), instant(b.started_at)
     if started_a is not None and started_b is not None and started_b < started_a:
         return b, a
     return a, b
@@ -195,7 +185,7 @@ class Selection:
     task: str | None
     asset: str | None
     as_json: bool
-    access: StoreAccess
+    storage_options: dict[str, Any]
 
     @functools.cached_property
     def store(self) -> LineageStore:
@@ -206,7 +196,7 @@ class Selection:
             self.lineage_dir,
             use_index=self.use_index,
             as_json=self.as_json,
-            access=self.access,
+            storage_options=self.storage_options,
         )
 
     def task_path(self) -> str:
@@ -224,6 +214,8 @@ class Selection:
         if self.as_json:
             _print_json(document)
         else:
+            from ubunye_core.cli.render import make_console
+
             make_console().print(human)
 
 
@@ -291,9 +283,16 @@ def _selected(func: Callable[..., Any]) -> Callable[..., Any]:
         storage_options: dict[str, Any],
         **options: Any,
     ) -> Any:
-        access = StoreAccess(storage_options=storage_options)
         selection = Selection(
-            usecase_dir, lineage_dir, not no_index, usecase, package, task, asset, as_json, access
+            usecase_dir,
+            lineage_dir,
+            not no_index,
+            usecase,
+            package,
+            task,
+            asset,
+            as_json,
+            storage_options,
         )
         return func(selection, **options)
 
@@ -342,14 +341,24 @@ def lineage() -> None:
 )
 def list_command(selection: Selection, limit: int) -> None:
     """A task's recent runs, newest first."""
+    from ubunye_core.cli.lines import write_json_list
+
     task_path = selection.task_path()
-    records = selection.store.list_runs(task_path, limit=limit)
+    entries = islice(selection.store.iter_entries(task_path), limit)
+    # The records' documents, as the index holds them: no record is made.
+    documents = [entry.document() for entry in entries]
+    if selection.as_json:
+        write_json_list(documents, _write_out)
+        sys.stdout.flush()
+        return
+    from ubunye_core.cli.render import make_console, runs_table
+
     human = (
-        runs_table(task_path, records)
-        if records
+        runs_table(task_path, [json.loads(document) for document in documents])
+        if documents
         else f"No lineage records for {task_path} in {selection.store.root}."
     )
-    selection.print([record.to_dict() for record in records], human)
+    make_console().print(human)
 
 
 @lineage.command("show")
@@ -369,6 +378,8 @@ def trace_command(selection: Selection, run_id: str | None) -> None:
     Its inputs and outputs with hashes and row counts, the code, the environment, the timings
     and the expectation checks (the latest run, or --run-id).
     """
+    from ubunye_core.cli.render import trace_document, trace_tree
+
     record = _latest(selection.store, selection.task_path(), run_id)
     selection.print(trace_document(record), trace_tree(record))
 
@@ -380,7 +391,7 @@ def latest_pair(store: LineageStore, task_path: str) -> tuple[RunRecord, RunReco
     newest = next(runs, None)
     if newest is None:
         raise CliError(f"compare needs two runs; {task_path} has none in {store.root}")
-    partition = partition_of(newest.to_dict())
+    partition = newest.partition_key
     # Lazy: reading stops at the first older run of the same partition.
     for record in runs:
         return record, newest
@@ -427,6 +438,11 @@ def compare_command(
     unchanged, unknown or not comparable, and why; then the drift sensor's verdict on the newer
     run's outputs (unchanged, explained, drift, not judged).
     """
+    from ubunye_core.cli.render import make_console
+    from ubunye_core.cli.render_compare import compare_table, drift_document, drift_lines
+    from ubunye_core.records.compare import compare
+    from ubunye_core.records.drift import judge_records
+
     store = selection.store
     task_path = selection.task_path()
     if bool(run_id1) != bool(run_id2):
@@ -440,7 +456,7 @@ def compare_command(
         a, b = latest_pair(store, task_path)
     comparison = compare(a, b)
     previous, current = earlier_first(a, b)
-    judgements = judge_records(previous.to_dict(), current.to_dict(), strict_sources=strict_sources)
+    judgements = judge_records(previous, current, strict_sources=strict_sources)
     flags = flag_reasons or DEFAULT_FLAG_REASONS
     if selection.as_json:
         document = comparison.to_dict()
@@ -481,6 +497,8 @@ def search_command(selection: Selection, status: str | None, since: str | None) 
 
     Narrowed by -u/-p/-t (or --asset), --status and --since; one line per run, then the count.
     """
+    from ubunye_core.cli.lines import write_json_list, write_search_lines
+
     name = selection.task_name()
     if selection.package and not selection.usecase:
         raise CliError("-p needs -u")
@@ -493,11 +511,13 @@ def search_command(selection: Selection, status: str | None, since: str | None) 
         write_json_list((entry.document() for entry in entries), _write_out)
     else:
         write_search_lines(entries, _write_out, color=sys.stdout.isatty())
+    sys.stdout.flush()
 
 
 def _write_out(text: str) -> None:
-    """Write ``text`` to stdout as it is (click's stream getters are deprecated in click 8.5)."""
-    click.echo(text, nl=False)
+    """Write ``text`` to stdout as it is, through its buffer (a terminal's is flushed at each
+    line; ``click.echo`` would flush every write, a system call per run listed)."""
+    sys.stdout.write(text)
 
 
 def _with_store_options(func: Callable[..., Any]) -> Callable[..., Any]:
@@ -517,8 +537,9 @@ def reindex_command(
     With --full the index is deleted and built anew. Reports the records read and the
     unreadable files skipped.
     """
-    access = StoreAccess(storage_options=storage_options)
-    store = _open_store(usecase_dir, lineage_dir, as_json=as_json, access=access)
+    from ubunye_core.cli.render import reindex_document, reindex_text
+
+    store = _open_store(usecase_dir, lineage_dir, as_json=as_json, storage_options=storage_options)
     report = store.reindex(full=full)
     for _, reason in report.unreadable:
         warnings.warn(
@@ -558,7 +579,13 @@ def diff_command(
     Or between two stored paths PATH_A PATH_B (PATH@vN: a Delta table's version N): rows
     removed and added, or with --key rows changed. Exit 0 equal, 1 different, 2 trouble.
     """
-    from ubunye_core.diff.report import diff_versions, path_version, recorded_version
+    from ubunye_core.diff.report import (
+        ReportError,
+        diff_versions,
+        output_step,
+        path_version,
+        recorded_version,
+    )
 
     try:
         if paths and len(paths) != 2:
@@ -571,7 +598,7 @@ def diff_command(
             before, after = (recorded_version(r, output_step(r, output)) for r in pair)
         columns = [name.strip() for name in key.split(",") if name.strip()] if key else None
         report = diff_versions(
-            before, after, key=columns, storage_options=selection.access.storage_options
+            before, after, key=columns, storage_options=selection.storage_options
         )
     except (CliError, ReportError, LineageStoreError, ValueError, OSError) as exc:
         raise DiffTrouble(str(exc)) from exc
@@ -657,12 +684,16 @@ def clean_command(
     touched: on this host its process is asked; from another host, only entries older than
     --older-than count as dead.
     """
+    from upath import UPath
+
+    from ubunye_core.materialisations.staging import dead_staging_entries, remove_dead_staging
+
     try:
         root = UPath(base_path, **storage_options)
     except (TypeError, ValueError) as exc:
         raise CliError(f"cannot open {base_path} with --storage-options: {exc}") from exc
     _existing_folder(root, "the base path")
-    native = str(root.absolute()) if root.protocol in ("", "file", "local") else root.path
+    native = str(root.absolute()) if is_local(root) else root.path
     stale_after = older_than_hours * 3600
     if dry_run:
         found = list(dead_staging_entries(root.fs, native, stale_after=stale_after, recursive=True))
@@ -691,6 +722,16 @@ def _fail(message: str, as_json: bool, code: int = 1, hint: str = "") -> int:
     return code
 
 
+def _reported_errors() -> tuple[type[BaseException], ...]:
+    """The errors reported as their one line: the diff's own only once its module is loaded
+    (before that, nothing raised it)."""
+    found: list[type[BaseException]] = [CliError, LineageStoreError, ValueError, OSError]
+    report = sys.modules.get("ubunye_core.diff.report")
+    if report is not None:
+        found.append(report.ReportError)
+    return tuple(found)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the CLI; returns the exit code (0 ok, 1 failure, 2 wrong command line)."""
     args = list(sys.argv[1:] if argv is None else argv)
@@ -708,12 +749,15 @@ def main(argv: Sequence[str] | None = None) -> int:
             code = _fail(exc.format_message(), as_json, exc.exit_code, _help_hint(exc.ctx))
         except click.ClickException as exc:
             code = _fail(exc.format_message(), as_json, exc.exit_code)
-        except (CliError, ReportError, LineageStoreError, ValueError, OSError) as exc:
-            code = _fail(str(exc), as_json, getattr(exc, "exit_code", 1))
         except Exception as exc:
-            if os.environ.get("UBUNYE_DAGSTER_DEBUG"):
+            reported = isinstance(exc, _reported_errors())
+            if not reported and os.environ.get("UBUNYE_DAGSTER_DEBUG"):
                 raise
-            code = _fail(f"unexpected {type(exc).__name__}: {exc}", as_json)
+            code = (
+                _fail(str(exc), as_json, getattr(exc, "exit_code", 1))
+                if reported
+                else _fail(f"unexpected {type(exc).__name__}: {exc}", as_json)
+            )
     for warning in caught:
         if issubclass(warning.category, UnreadableRecordWarning):
             click.echo(f"warning: {warning.message}", err=True)

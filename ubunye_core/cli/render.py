@@ -1,4 +1,5 @@
-"""What ``ubunye-dagster lineage`` prints: JSON for scripts, rich tables and trees for people.
+"""What ``ubunye-dagster lineage`` list, trace and reindex print: JSON for scripts, rich tables
+and trees for people (``lines`` has search's output, ``render_compare`` compare's).
 
 The JSON documents carry the keys the reference's ``ubunye lineage ... --json`` prints, so a script
 can read either tool's output; ``trace`` adds the v2 evidence beside them.
@@ -7,38 +8,21 @@ can read either tool's output; ``trace`` adds the v2 evidence beside them.
 from __future__ import annotations
 
 import textwrap
-from collections.abc import Callable, Iterable, Sequence
-from typing import Any
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 
-import click
 from rich.console import Console
-from rich.progress import (
-    BarColumn,
-    MofNCompleteColumn,
-    Progress,
-    TaskID,
-    TextColumn,
-    TimeRemainingColumn,
-)
 from rich.table import Table
 from rich.text import Text
 from rich.tree import Tree
 
-from ubunye_core.records.compare import Comparison, DataHashVerdict, FieldChange
-from ubunye_core.records.drift import (
-    DEFAULT_FLAG_REASONS,
-    INPUTS_CHANGED,
-    SAME_INPUTS,
-    Judgement,
-    Verdict,
-)
-from ubunye_core.records.model import RunRecord, StepRecord
-from ubunye_core.store import ReindexReport
-from ubunye_core.store.listing import RunEntry
+from ubunye_core.cli.lines import NOT_RECORDED, STATUS_COLOURS, seconds_text
 from ubunye_core.wording import counted
 
-_STATUS_STYLE = {"success": "green", "error": "red", "running": "yellow"}
-_NOT_RECORDED = "-"
+if TYPE_CHECKING:
+    from ubunye_core.records.model import RunRecord, StepRecord
+    from ubunye_core.store import ReindexReport
+
 #: Width of a trace value before it wraps (at a word boundary, under the value's first word).
 _VALUE_WIDTH = 100
 #: Width of a step detail's label (``hashed in``), so the values line up.
@@ -68,32 +52,20 @@ def trace_document(record: RunRecord) -> dict[str, Any]:
     }
 
 
-def _rows(steps: list[StepRecord]) -> str:
-    """Total rows over steps that recorded a count; ``-`` when none did (never a false 0)."""
-    counts = [step.row_count for step in steps if step.row_count is not None]
-    return f"{sum(counts):,}" if counts else _NOT_RECORDED
-
-
-def _seconds(value: float | None) -> str:
-    return f"{value:.3f}s" if value is not None else _NOT_RECORDED
+def _rows(steps: list[dict[str, Any]]) -> str:
+    """Total rows over steps (as a record's document has them) that recorded a count; ``-``
+    when none did (never a false 0)."""
+    counts = [step["row_count"] for step in steps if step.get("row_count") is not None]
+    return f"{sum(counts):,}" if counts else NOT_RECORDED
 
 
 def _status(status: str) -> Text:
-    return Text(status, style=_STATUS_STYLE.get(status, "yellow"))
+    return Text(status, style=STATUS_COLOURS.get(status, "yellow"))
 
 
-def _short(value: Any) -> str:
-    """A hash cut to its first 12 hex digits for a table cell; other values as text."""
-    if value is None or value == "":
-        return _NOT_RECORDED
-    text = str(value)
-    if text.startswith("sha256:") and len(text) > 19:
-        return text[:19] + "…"
-    return text
-
-
-def runs_table(task_path: str, records: list[RunRecord]) -> Table:
-    """``list``: one row per run of one task, newest first."""
+def runs_table(task_path: str, documents: list[dict[str, Any]]) -> Table:
+    """``list``: one row per run of one task, newest first, from the records' documents (as
+    ``RunRecord.to_dict`` makes them: the index holds them, no record model is needed)."""
     table = Table(title=f"Runs of {task_path}", title_justify="left")
     for heading, justify in (
         ("RUN ID", "left"),
@@ -104,79 +76,16 @@ def runs_table(task_path: str, records: list[RunRecord]) -> Table:
         ("OUT ROWS", "right"),
     ):
         table.add_column(heading, justify=justify, no_wrap=heading != "RUN ID")
-    for record in records:
+    for document in documents:
         table.add_row(
-            record.run_id,
-            record.started_at[:19],
-            _status(record.status),
-            _seconds(record.duration_sec),
-            _rows(record.inputs),
-            _rows(record.outputs),
+            document["run_id"],
+            document["started_at"][:19],
+            _status(document["status"]),
+            seconds_text(document["duration_sec"]),
+            _rows(document["inputs"]),
+            _rows(document["outputs"]),
         )
     return table
-
-
-_SEARCH_COLUMNS = (("RUN ID", 36), ("TASK", 40), ("STARTED", 19), ("STATUS", 8))
-
-
-def write_search_lines(
-    entries: Iterable[RunEntry], write: Callable[[str], None], color: bool
-) -> int:
-    """``search``: a heading, one line per matching run as it comes (newest first), then the
-    count; ``color`` paints the status. Returns the count."""
-    count = 0
-    for entry in entries:
-        if count == 0:
-            write("  ".join(name.ljust(width) for name, width in _SEARCH_COLUMNS) + "  DURATION\n")
-        status = entry.status.ljust(8)
-        if color:
-            status = click.style(status, fg=_STATUS_STYLE.get(entry.status, "yellow"))
-        write(
-            f"{entry.run_id:<36}  {entry.task_path:<40}  {entry.started_at[:19]:<19}  "
-            f"{status}  {_seconds(entry.duration_sec)}\n"
-        )
-        count += 1
-    write(f"{counted(count, 'matching run')}\n" if count else "No matching lineage records.\n")
-    return count
-
-
-def write_json_list(documents: Iterable[str], write: Callable[[str], None]) -> None:
-    """A JSON list of record documents (each as ``RunRecord.to_json`` writes it), streamed:
-    byte for byte what ``json.dumps(list, indent=2)`` prints for the same records."""
-    first = True
-    for document in documents:
-        write(("[\n  " if first else ",\n  ") + document.replace("\n", "\n  "))
-        first = False
-    write("[]\n" if first else "\n]\n")
-
-
-class TerminalProgress:
-    """A progress bar on stderr while the index reads many record files (at least
-    ``threshold``); for terminals only, the caller decides that."""
-
-    def __init__(self, threshold: int = 200) -> None:
-        self._threshold = threshold
-        self._bar: Progress | None = None
-        self._task: TaskID | None = None
-
-    def __call__(self, done: int, total: int) -> None:
-        if self._bar is None:
-            if total < self._threshold or done >= total:
-                return
-            self._bar = Progress(
-                TextColumn("Indexing lineage records"),
-                BarColumn(),
-                MofNCompleteColumn(),
-                TimeRemainingColumn(),
-                console=Console(stderr=True),
-                transient=True,
-            )
-            self._bar.start()
-            self._task = self._bar.add_task("index", total=total)
-        self._bar.update(self._task, completed=done, total=total)
-        if done >= total:
-            self._bar.stop()
-            self._bar = None
 
 
 def reindex_document(report: ReindexReport) -> dict[str, Any]:
@@ -205,8 +114,8 @@ def reindex_text(report: ReindexReport, root: Any) -> str:
 
 def _step_branch(parent: Tree, step: StepRecord) -> None:
     node = parent.add(Text.assemble(("[", "dim"), step.format or "?", ("] ", "dim"), step.name))
-    rows = f"{step.row_count:,}" if step.row_count is not None else _NOT_RECORDED
-    lines = [("location", step.location or _NOT_RECORDED), ("rows", rows)]
+    rows = f"{step.row_count:,}" if step.row_count is not None else NOT_RECORDED
+    lines = [("location", step.location or NOT_RECORDED), ("rows", rows)]
     if step.schema_hash:
         lines.append(("schema", step.schema_hash))
     if step.data_hash:
@@ -218,7 +127,7 @@ def _step_branch(parent: Tree, step: StepRecord) -> None:
     if step.hash_method:
         lines.append(("method", step.hash_method))
     if step.hash_seconds is not None:
-        lines.append(("hashed in", _seconds(step.hash_seconds)))
+        lines.append(("hashed in", seconds_text(step.hash_seconds)))
     if step.hash_basis:
         lines.append(("hash from", step.hash_basis))
     if step.hash_reused_from:
@@ -252,13 +161,13 @@ def _evidence_branch(tree: Tree, record: RunRecord) -> None:
     env = record.environment or {}
     packages = sorted((env.get("packages") or {}).items())
     width = max([len("environment"), *(len(name) for name, _ in packages)])
-    python = f"{env.get('python', _NOT_RECORDED)} ({env.get('implementation', '?')})"
+    python = f"{env.get('python', NOT_RECORDED)} ({env.get('implementation', '?')})"
     machine = f"{env.get('platform', '?')} {env.get('machine', '')}".rstrip()
-    branch.add(f"{'code':<{width}} : {record.code_hash or _NOT_RECORDED}")
+    branch.add(f"{'code':<{width}} : {record.code_hash or NOT_RECORDED}")
     branch.add(f"{'python':<{width}} : {python} on {machine}")
     for name, version in packages:
         branch.add(f"{name:<{width}} : {version}")
-    branch.add(f"{'environment':<{width}} : {record.environment_hash or _NOT_RECORDED}")
+    branch.add(f"{'environment':<{width}} : {record.environment_hash or NOT_RECORDED}")
     if record.timings:
         _timings_branch(tree, record.timings)
     if record.expectations:
@@ -307,7 +216,7 @@ def trace_tree(record: RunRecord) -> Tree:
         f"run {record.run_id}  [", _status(record.status), f"]  {record.started_at[:19]}"
     )
     if record.duration_sec is not None:
-        run.append(f"  ({_seconds(record.duration_sec)})")
+        run.append(f"  ({seconds_text(record.duration_sec)})")
     tree.add(run)
     if record.error:
         tree.add(Text(f"error: {record.error}", style="red"))
@@ -327,138 +236,6 @@ def trace_tree(record: RunRecord) -> Tree:
             )
         )
     return tree
-
-
-def _field_verdict(change: FieldChange) -> Text:
-    return Text("CHANGED", style="yellow") if change.changed else Text("unchanged", style="green")
-
-
-def _data_verdict(verdict: DataHashVerdict) -> Text:
-    if verdict.state == "unchanged":
-        return Text("unchanged", style="green")
-    if verdict.state == "changed":
-        return Text("CHANGED", style="yellow")
-    if verdict.state == "not comparable":
-        methods = f"{verdict.method_a or 'no method'} vs {verdict.method_b or 'no method'}"
-        return Text(f"not comparable ({methods})", style="yellow")
-    return Text(f"unknown ({verdict.why})", style="yellow")
-
-
-def compare_table(comparison: Comparison) -> Table:
-    """``compare``: every compared value of run A and run B with its verdict."""
-    a, b = comparison.a, comparison.b
-    table = Table(
-        title=(
-            f"Comparing runs of {comparison.task}\n"
-            f"A: {a.run_id}  {a.started_at[:19]}  {a.status}\n"
-            f"B: {b.run_id}  {b.started_at[:19]}  {b.status}"
-        ),
-        title_justify="left",
-    )
-    for heading in ("WHAT", "A", "B", "VERDICT"):
-        table.add_column(heading)
-    for label in ("status", "duration_sec", "config_hash", "code_hash", "environment_hash"):
-        change: FieldChange = getattr(comparison, label)
-        table.add_row(label, _short(change.a), _short(change.b), _field_verdict(change))
-    for name, move in comparison.environment_changes.items():
-        table.add_row(f"  {name}", _short(move.a), _short(move.b), Text("moved", style="yellow"))
-    for direction, steps in (("input", comparison.inputs), ("output", comparison.outputs)):
-        for name, step in steps.items():
-            table.add_section()
-            table.add_row(
-                f"{direction} {name}: rows",
-                _short(step.row_count.a),
-                _short(step.row_count.b),
-                _field_verdict(step.row_count),
-            )
-            table.add_row(
-                "  schema",
-                _short(step.schema_hash.a),
-                _short(step.schema_hash.b),
-                _field_verdict(step.schema_hash),
-            )
-            table.add_row(
-                "  data",
-                _short(step.data_hash.a),
-                _short(step.data_hash.b),
-                _data_verdict(step.data_hash),
-            )
-    return table
-
-
-def _drift_why(judgement: Judgement, flag_reasons: Sequence[str]) -> str:
-    """One sentence saying what the drift judgement found and why."""
-    if judgement.verdict is Verdict.UNCHANGED:
-        return "same data as the previous run"
-    if judgement.verdict is Verdict.NOT_JUDGED:
-        return judgement.reason
-    if judgement.verdict is Verdict.EXPLAINED and not judgement.is_flagged(flag_reasons):
-        return f"data changed, explained: {judgement.detail}"
-    same = "data changed under the same code, environment and config"
-    if judgement.reason == SAME_INPUTS:
-        return f"{same} while every upstream held (non-determinism)"
-    if judgement.reason == INPUTS_CHANGED:
-        return f"{same}; upstreams moved: {', '.join(judgement.moved_inputs)}"
-    unknown = f" ({', '.join(judgement.unknown_inputs)})" if judgement.unknown_inputs else ""
-    return f"{same}; the upstreams{unknown} have neither a digest nor a data version"
-
-
-def drift_document(
-    judgements: dict[str, Judgement],
-    previous: RunRecord,
-    current: RunRecord,
-    flag_reasons: Sequence[str] = DEFAULT_FLAG_REASONS,
-) -> dict[str, dict[str, Any]]:
-    """``compare --json --drift``: per output, the sensor's verdict on the newer run."""
-    return {
-        name: {
-            "verdict": judgement.verdict.value,
-            "reason": judgement.drift_reason,
-            "flagged": judgement.is_flagged(flag_reasons),
-            "outcome": judgement.outcome(flag_reasons),
-            "inputs_moved": list(judgement.moved_inputs),
-            "inputs_unknown": list(judgement.unknown_inputs),
-            "why": _drift_why(judgement, flag_reasons),
-            "previous_run_id": previous.run_id,
-            "current_run_id": current.run_id,
-        }
-        for name, judgement in judgements.items()
-    }
-
-
-_OUTCOME_STYLE = {
-    Verdict.UNCHANGED: "green",
-    Verdict.EXPLAINED: "green",
-    Verdict.NOT_JUDGED: "yellow",
-    Verdict.DRIFT: "yellow",
-}
-
-
-def _drift_label(judgement: Judgement, flag_reasons: Sequence[str]) -> Text:
-    flagged = judgement.is_flagged(flag_reasons)
-    style = "bold red" if flagged else _OUTCOME_STYLE[judgement.verdict]
-    return Text(judgement.outcome(flag_reasons), style=style)
-
-
-def drift_lines(
-    judgements: dict[str, Judgement],
-    previous: RunRecord,
-    current: RunRecord,
-    flag_reasons: Sequence[str] = DEFAULT_FLAG_REASONS,
-) -> Text:
-    """``compare``: a line per output shared by both runs with the drift sensor's verdict."""
-    lines = Text(
-        f"Drift: run {current.run_id} judged against the earlier run {previous.run_id}, "
-        "as the drift sensor judges\n"
-    )
-    if not judgements:
-        lines.append("drift  (no output is in both runs)", style="dim")
-    for index, (name, judgement) in enumerate(judgements.items()):
-        if index:
-            lines.append("\n")
-        lines.append(f"drift  {name}: ")
-        lines.append_text(_drift_label(judgement, flag_reasons))
-    return lines
 
 
 def make_console(*, stderr: bool = False) -> Console:

@@ -9,13 +9,12 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from ubunye_core.diff.rows import RowDiff, diff_tables, sketch_of_digests, table_row_digests
 from ubunye_core.materialisations.stored import read_stored
-from ubunye_core.records.drift import partition_of
 from ubunye_core.records.model import RunRecord, StepRecord
 from ubunye_core.records.sketches import step_sketch
 from ubunye_core.store import LineageStore
@@ -263,7 +262,7 @@ def latest_partition_digests(
     recorded fingerprint, in partition order; ReportError when one cannot be combined."""
     seen: dict[str | None, PartitionDigest] = {}
     for record in store.iter_runs(task_path):
-        partition = partition_of(record.to_dict())
+        partition = record.partition_key
         if partition in seen or record.status != "success":
             continue
         step = output_step(record, output)
@@ -290,8 +289,8 @@ def asset_digest(parts: Iterable[PartitionDigest]) -> Fingerprint:
 
 
 def drift_rows(
-    previous: Mapping[str, Any],
-    current: Mapping[str, Any],
+    before_record: RunRecord,
+    after_record: RunRecord,
     *,
     sample: int = 5,
     storage_options: dict[str, Any] | None = None,
@@ -299,13 +298,9 @@ def drift_rows(
     """For a run whose rows drifted: per output, how many rows changed at most (from the two
     sketches) and, when both versions are still stored, up to ``sample`` rows removed and added.
 
-    ``previous`` and ``current`` are run records as plain JSON; outputs without sketches on
-    both sides are left out. ``storage_options`` open the stored versions on an object store.
+    Outputs without sketches on both sides are left out. ``storage_options`` open the stored
+    versions on an object store.
     """
-    before_record, after_record = (
-        RunRecord.model_validate(previous),
-        RunRecord.model_validate(current),
-    )
     found: dict[str, Any] = {}
     for step in after_record.outputs:
         earlier = next((s for s in before_record.outputs if s.name == step.name), None)

@@ -1,31 +1,82 @@
-"""Stored materialisations read back as rows-v1 saw them when they were written.
+"""Stored materialisations read back as rows-v1 saw them when they were written, and the note
+their writer left beside them.
 
-A Parquet file (or a folder of part files) keeps its writer's notes (``ubunye.writer``,
-``ubunye.data_hash``) in the footer or a ``_ubunye.json`` sidecar. A table pandas wrote is hashed
-as the pandas frame was, so it is read back through the same preparation (:func:`pandas_view`).
+A Parquet file keeps its writer's notes (who wrote it, its data and schema hashes) in its footer;
+a folder of part files keeps them in a ``_ubunye.json`` sidecar; a Delta commit in its custom
+metadata. A table pandas wrote is hashed as the pandas frame was, so it is read back through the
+same preparation (:func:`pandas_view`).
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
-from dataclasses import dataclass
+import time
+from collections.abc import Callable, Mapping
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from functools import cached_property, partial
 from typing import TYPE_CHECKING, Any
+
+from ubunye_core.paths import is_local
 
 if TYPE_CHECKING:
     import pyarrow as pa
 
+#: The prefix of every note key; a note is a string key and a string value.
+NOTE_PREFIX = "ubunye."
+#: Who wrote a materialisation: the frame library (``pandas``, ``pyarrow``, ``polars``, ``spark``).
+WRITER_KEY = "ubunye.writer"
+#: The rows-v1 data hash of the rows written.
+DATA_HASH_KEY = "ubunye.data_hash"
+#: The rows-v1 schema hash of the rows written.
+SCHEMA_HASH_KEY = "ubunye.schema_hash"
 #: The notes file beside a folder-shaped (Spark) materialisation; readers skip ``_`` files.
 SIDECAR_NAME = "_ubunye.json"
 
 
-def footer_notes(schema: pa.Schema) -> dict[str, str]:
-    """The writer's notes kept in a Parquet schema's metadata (the ``ubunye.`` keys)."""
+def footer_notes(source: Any) -> dict[str, str]:
+    """The writer's notes among the key-value metadata of ``source`` (a Parquet file's
+    ``FileMetaData``, or an Arrow schema): the ``ubunye.`` keys."""
+    prefix = NOTE_PREFIX.encode()
     return {
         key.decode(): value.decode()
-        for key, value in (schema.metadata or {}).items()
-        if key.startswith(b"ubunye.")
+        for key, value in (source.metadata or {}).items()
+        if key.startswith(prefix)
     }
+
+
+def read_sidecar(fs: Any, folder: str) -> dict[str, str]:
+    """The sidecar notes of the folder-shaped materialisation at ``folder`` (a path on the fsspec
+    file system ``fs``); empty when there are none.
+
+    Whether it is there is asked first: file systems report a missing file under a file in
+    their own ways (``memory://`` raises FileExistsError, local NotADirectoryError).
+    """
+    sidecar = f"{folder.rstrip('/')}/{SIDECAR_NAME}"
+    try:
+        if not fs.isfile(sidecar):
+            return {}
+        with fs.open(sidecar, "r") as handle:
+            return dict(json.load(handle))
+    except (FileNotFoundError, NotADirectoryError, IsADirectoryError, ValueError):
+        return {}
+
+
+def stored_notes(fs: Any, path: str) -> dict[str, str]:
+    """The writer's notes of the materialisation at ``path``: a folder's sidecar, or a single
+    file's Parquet footer; empty when nothing is known (no sidecar, not Parquet)."""
+    notes = read_sidecar(fs, path)
+    if notes:
+        return notes
+    import pyarrow.parquet as pq
+
+    try:
+        if _is_local(fs):
+            return footer_notes(pq.read_metadata(path))
+        with fs.open(path, "rb") as handle:
+            return footer_notes(pq.read_metadata(handle))
+    except Exception:  # a folder without sidecar, or not Parquet: nothing is known
+        return {}
 
 
 def _index_field_names(table: pa.Table) -> tuple[list[str], list[str]]:
@@ -66,67 +117,131 @@ def hashed_view(table: pa.Table, writer: str | None) -> pa.Table:
     return table
 
 
-@dataclass(frozen=True)
+@dataclass
 class StoredTable:
-    """One stored materialisation: its rows as rows-v1 hashes them, and who wrote them."""
+    """One stored materialisation read as one Arrow table, with what its writer left beside it."""
 
     location: str
-    view: pa.Table
-    writer: str | None
+    table: pa.Table
+    #: The writer's notes (Parquet footer, a folder's sidecar, or a Delta commit's metadata).
+    notes: dict[str, str] = field(default_factory=dict)
+    #: The digest of the stored bytes, when asked for
+    #: (``ubunye_core.materialisations.byte_digest``).
+    bytes_hash: str | None = None
+    #: Seconds the byte digest took, in a thread beside the decode.
+    bytes_seconds: float = 0.0
+
+    @property
+    def writer(self) -> str | None:
+        """Who wrote it, when its notes say."""
+        return self.notes.get(WRITER_KEY)
+
+    @cached_property
+    def view(self) -> pa.Table:
+        """Its rows as rows-v1 hashes them (ValueError for an index only pandas prepares)."""
+        return hashed_view(self.table, self.writer)
 
 
 def read_stored(
-    location: str,
+    location: Any,
     *,
     format: str = "parquet",
     version: int | None = None,
     predicate: str | None = None,
     storage_options: Mapping[str, Any] | None = None,
+    digest_with: str | None = None,
 ) -> StoredTable:
-    """The materialisation at ``location`` (a path or fsspec URL) as rows-v1 sees it.
+    """The materialisation at ``location`` (a path or fsspec URL, or a UPath with its own file
+    system) with its writer's notes.
 
-    ``format`` is the record's step format: ``parquet`` (a file or a folder of part files) or
-    ``delta`` (``version`` picks the table version, the latest when None; ``predicate`` the
-    rows of one partition). FileNotFoundError when nothing is stored there, OSError when the
-    store cannot be read (no credentials, say).
+    ``format`` is the record's step format: ``parquet`` (a file or a folder of part files; with
+    ``digest_with``, an algorithm, the digest of its bytes too, hashed while Arrow decodes) or
+    ``delta`` (``version`` picks the table version, the latest when None; ``predicate`` the rows
+    of one partition). FileNotFoundError when nothing is stored there, OSError when the store
+    cannot be read (no credentials, say).
     """
     if format == "delta":
-        from ubunye_core.materialisations.delta import (
-            commit_info,
-            commit_notes,
-            latest_version,
-            read_delta_version,
-        )
-
-        table = read_delta_version(location, version, storage_options, predicate)
-        if version is None:
-            version = latest_version(location, storage_options)
-        writer = commit_notes(commit_info(location, version, storage_options)).get("ubunye.writer")
-        return StoredTable(location, hashed_view(table, writer), writer)
+        return _read_delta(str(location), version, predicate, storage_options)
     if format != "parquet":
         raise ValueError(f"cannot read a stored {format!r} materialisation (parquet or delta)")
-    table, notes = _read_parquet(location, storage_options or {})
-    writer = notes.get("ubunye.writer")
-    return StoredTable(location, hashed_view(table, writer), writer)
-
-
-def _read_parquet(location: str, storage_options: Mapping[str, Any]) -> tuple[pa.Table, dict]:
-    """The Parquet file or folder at ``location`` and its writer's notes."""
-    import pyarrow.parquet as pq
-    from fsspec.core import url_to_fs
-
-    fs, path = url_to_fs(location, **dict(storage_options))
+    fs, path = file_system_of(location, storage_options or {})
     try:
         stored = fs.exists(path)
     except Exception as exc:  # whatever the store's client raises: credentials, endpoint
         raise OSError(f"cannot read {location}: {exc} ({type(exc).__name__})") from exc
     if not stored:
         raise FileNotFoundError(f"nothing is stored at {location}")
-    table = pq.read_table(path, filesystem=fs)
-    notes = footer_notes(table.schema)
-    if not notes and fs.isdir(path):
-        sidecar = f"{path.rstrip('/')}/{SIDECAR_NAME}"
-        if fs.exists(sidecar):
-            with fs.open(sidecar, "r") as handle:
-                notes = dict(json.load(handle))
-    return table, notes
+    return _read_parquet(fs, path, str(location), digest_with)
+
+
+def file_system_of(location: Any, storage_options: Mapping[str, Any]) -> tuple[Any, str]:
+    """The fsspec file system and its path of ``location``: a UPath's own (the plain local file
+    system for a local one), else what the URL names with ``storage_options``."""
+    import fsspec
+    from fsspec.core import url_to_fs
+
+    fs = getattr(location, "fs", None)
+    if fs is None:
+        return url_to_fs(str(location), **dict(storage_options))
+    if is_local(location):
+        return fsspec.filesystem("file"), str(location)
+    return fs, location.path
+
+
+def _is_local(fs: Any) -> bool:
+    """True for the local file system (Arrow reads it natively)."""
+    protocol = getattr(fs, "protocol", "")
+    return "file" in ((protocol,) if isinstance(protocol, str) else protocol)
+
+
+def _timed(compute: Callable[[], str]) -> tuple[str, float]:
+    started = time.perf_counter()
+    return compute(), time.perf_counter() - started
+
+
+def _read_parquet(fs: Any, path: str, location: str, digest_with: str | None) -> StoredTable:
+    """The Parquet file, or folder of part files, at ``path`` on ``fs`` as one table with its
+    notes. A file is read into memory once: the digest and the decode share those bytes."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from ubunye_core.materialisations.byte_digest import bytes_digest, folder_digest
+
+    folder = fs.isdir(path)
+    if folder:
+        digest = partial(folder_digest, fs, path, digest_with or "")
+    else:
+        data = fs.cat_file(path)
+        digest = partial(bytes_digest, data, digest_with or "")
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        pending = pool.submit(_timed, digest) if digest_with else None
+        if folder:
+            table = pq.read_table(path, filesystem=None if _is_local(fs) else fs)
+            notes = read_sidecar(fs, path) or footer_notes(table.schema)
+        else:
+            table = pq.read_table(pa.BufferReader(data))
+            notes = footer_notes(pq.read_metadata(pa.BufferReader(data)))
+        bytes_hash, seconds = pending.result() if pending is not None else (None, 0.0)
+    return StoredTable(location, table, notes, bytes_hash, seconds)
+
+
+def _read_delta(
+    location: str,
+    version: int | None,
+    predicate: str | None,
+    storage_options: Mapping[str, Any] | None,
+) -> StoredTable:
+    """Version ``version`` (the latest when None) of the Delta table at ``location``, with the
+    notes of the commit that made it."""
+    from ubunye_core.materialisations.delta import (
+        commit_info,
+        commit_notes,
+        latest_version,
+        read_delta_version,
+    )
+
+    table = read_delta_version(location, version, storage_options, predicate)
+    if version is None:
+        version = latest_version(location, storage_options)
+    notes = commit_notes(commit_info(location, version, storage_options))
+    return StoredTable(location, table, notes)

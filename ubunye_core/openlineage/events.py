@@ -29,6 +29,7 @@ from openlineage.client.transport.noop import NoopConfig, NoopTransport
 from openlineage.client.uuid import generate_static_uuid
 
 from ubunye_core.records.model import RunRecord, StepRecord
+from ubunye_core.records.times import required_instant
 
 log = logging.getLogger(__name__)
 
@@ -109,8 +110,7 @@ def _datasets(record: RunRecord, schemas: StepSchemas) -> tuple[list, list]:
 
 
 def _instant(text: str | None) -> dt.datetime:
-    moment = dt.datetime.fromisoformat(text) if text else dt.datetime.now(dt.timezone.utc)
-    return moment if moment.tzinfo else moment.replace(tzinfo=dt.timezone.utc)
+    return required_instant(text) if text else dt.datetime.now(dt.timezone.utc)
 
 
 def _receipt_facet(record: RunRecord, record_path: str | None) -> UbunyeReceiptRunFacet:

@@ -15,7 +15,8 @@ from pydantic import BaseModel, model_serializer
 
 from ubunye_core.records.model import RunRecord, StepRecord
 
-Verdict = Literal["changed", "unchanged", "unknown", "not comparable"]
+#: What ``compare`` says of a step's two data hashes (the ``state`` of a ``DataHashVerdict``).
+DataHashState = Literal["changed", "unchanged", "unknown", "not comparable"]
 
 #: Environment entries outside ``packages`` whose change is named beside the packages.
 ENVIRONMENT_KEYS = ("python", "platform")
@@ -49,7 +50,7 @@ class DataHashVerdict(BaseModel):
     b: str | None = None
     method_a: str | None = None
     method_b: str | None = None
-    state: Verdict
+    state: DataHashState
     why: str | None = None
 
     @model_serializer(mode="wrap")

@@ -1,8 +1,9 @@
 """Judging one materialisation's receipt against the previous one of the same asset and partition.
 
-Pure and engine neutral (no Dagster, no frame library): plain values or run records in, a
-`Judgement` out. The drift sensor (`ubunye_dagster.sensor`) reads receipts from the Dagster event
-log; `ubunye-dagster lineage compare` judges two run records with the same rules.
+Pure and engine neutral (no Dagster, no frame library): plain values or run records
+(``RunRecord``) in, a `Judgement` out. The drift sensor (`ubunye_dagster.sensor`) reads receipts
+from the Dagster event log; `ubunye-dagster lineage compare` judges two run records with the same
+rules.
 """
 
 from __future__ import annotations
@@ -14,17 +15,15 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, field_validator
 
-#: The data moved while code, environment, config and every upstream stayed put: non-determinism.
-SAME_INPUTS = "same inputs"
-#: The data moved under the same code, environment and config, and at least one upstream moved.
-INPUTS_CHANGED = "inputs changed"
-#: The data moved under the same code, environment and config, and an upstream has neither a
-#: digest nor a data version, so it cannot be compared.
-INPUTS_UNKNOWN = "inputs unknown"
-#: Every reason that can raise a flag, strongest signal first.
-DRIFT_REASONS: tuple[str, ...] = (SAME_INPUTS, INPUTS_UNKNOWN, INPUTS_CHANGED)
-#: What flags when nothing is configured: `inputs changed` passes, naming the inputs.
-DEFAULT_FLAG_REASONS: tuple[str, ...] = (SAME_INPUTS, INPUTS_UNKNOWN)
+from ubunye_core.records.model import RunRecord, StepRecord
+from ubunye_core.records.vocabulary import (
+    DEFAULT_FLAG_REASONS,
+    DRIFT_REASONS,
+    INPUTS_CHANGED,
+    INPUTS_UNKNOWN,
+    SAME_INPUTS,
+)
+
 #: A drift reason as a settings field's type, so a schema lists the values (`DRIFT_REASONS`).
 FlagReason = Literal["same inputs", "inputs unknown", "inputs changed"]
 #: The explanation of an asset that reads no asset at all (ingestion from an API, a database, ...).
@@ -42,7 +41,7 @@ DETERMINISTIC_VARIABLE = "deterministic"
 METADATA_PREFIX = "ubunye/"
 
 
-class Verdict(str, Enum):
+class JudgementVerdict(str, Enum):
     """What the comparison of two receipts found, before any configuration decides on a flag."""
 
     UNCHANGED = "unchanged"
@@ -90,25 +89,24 @@ class DriftEvidence(BaseModel):
         return upstream_versions_from(value) if value is not None else None
 
     @classmethod
-    def from_record(
-        cls, record: Mapping[str, Any], output_name: str | None = None
-    ) -> DriftEvidence:
-        """The evidence a run record (v2 JSON as a dict) gives for one of its outputs.
+    def from_record(cls, record: RunRecord, output_name: str | None = None) -> DriftEvidence:
+        """The evidence a run record gives for one of its outputs.
 
         `output_name` may be left out when the record has exactly one output.
         """
-        step = _output_step(record.get("outputs"), output_name)
-        variables = _variables(record)
+        step = _output_step(record.outputs, output_name)
         return cls(
-            data_hash=_text_or_none(step.get("data_hash")),
-            hash_method=_text_or_none(step.get("hash_method")),
-            hash_error=_text_or_none(step.get("hash_error")),
-            code_hash=_text_or_none(record.get("code_hash")),
-            environment_hash=_text_or_none(record.get("environment_hash")),
-            config_hash=_text_or_none(record.get("config_hash")),
+            data_hash=_text_or_none(step.data_hash),
+            hash_method=_text_or_none(step.hash_method),
+            hash_error=_text_or_none(step.hash_error),
+            code_hash=_text_or_none(record.code_hash),
+            environment_hash=_text_or_none(record.environment_hash),
+            config_hash=_text_or_none(record.config_hash),
             inputs=_record_inputs(record),
-            upstream_versions=upstream_versions_from(variables.get(UPSTREAM_VERSIONS_VARIABLE)),
-            deterministic=variables.get(DETERMINISTIC_VARIABLE) is True,
+            upstream_versions=upstream_versions_from(
+                record.variables.get(UPSTREAM_VERSIONS_VARIABLE)
+            ),
+            deterministic=record.variables.get(DETERMINISTIC_VARIABLE) is True,
         )
 
     @property
@@ -123,32 +121,32 @@ class DriftEvidence(BaseModel):
         )
 
     def filled_from_record(
-        self, record: Mapping[str, Any], output_name: str | None = None
+        self, record: RunRecord, output_name: str | None = None
     ) -> DriftEvidence:
-        """Fill only the fields this receipt lacks from a run record (v2 JSON as a dict).
+        """Fill only the fields this receipt lacks from a run record.
 
         The data hash itself is never taken from the record: the materialisation's own
         metadata is the claim being judged.
         """
         updates: dict[str, Any] = {}
         if self.code_hash is None:
-            updates["code_hash"] = _text_or_none(record.get("code_hash"))
+            updates["code_hash"] = _text_or_none(record.code_hash)
         if self.environment_hash is None:
-            updates["environment_hash"] = _text_or_none(record.get("environment_hash"))
+            updates["environment_hash"] = _text_or_none(record.environment_hash)
         if self.config_hash is None:
-            updates["config_hash"] = _text_or_none(record.get("config_hash"))
-        if self.inputs is None and isinstance(record.get("inputs"), list):
+            updates["config_hash"] = _text_or_none(record.config_hash)
+        if self.inputs is None:
             updates["inputs"] = _record_inputs(record)
         if self.upstream_versions is None:
             updates["upstream_versions"] = upstream_versions_from(
-                _variables(record).get(UPSTREAM_VERSIONS_VARIABLE)
+                record.variables.get(UPSTREAM_VERSIONS_VARIABLE)
             )
         if not self.deterministic:
-            updates["deterministic"] = _variables(record).get(DETERMINISTIC_VARIABLE) is True
+            updates["deterministic"] = record.variables.get(DETERMINISTIC_VARIABLE) is True
         if self.hash_method is None and self.data_hash is not None:
-            step = _matching_output(record.get("outputs"), self.data_hash, output_name)
+            step = _matching_output(record.outputs, self.data_hash, output_name)
             if step is not None:
-                updates["hash_method"] = _text_or_none(step.get("hash_method"))
+                updates["hash_method"] = _text_or_none(step.hash_method)
         return self.model_copy(update=updates)
 
 
@@ -161,7 +159,7 @@ class Judgement(BaseModel):
 
     model_config = ConfigDict(frozen=True)
 
-    verdict: Verdict
+    verdict: JudgementVerdict
     reason: str
     moved_inputs: tuple[str, ...] = ()
     unknown_inputs: tuple[str, ...] = ()
@@ -186,11 +184,11 @@ class Judgement(BaseModel):
     def outcome(self, flag_reasons: Iterable[str] = DEFAULT_FLAG_REASONS) -> str:
         """The verdict in one phrase, as the docs, the CLI and the sensor show it:
         `explained (inputs changed: raw/orders)`, `drift (same inputs)`, `unchanged`."""
-        if self.verdict is Verdict.UNCHANGED:
-            return Verdict.UNCHANGED.value
+        if self.verdict is JudgementVerdict.UNCHANGED:
+            return JudgementVerdict.UNCHANGED.value
         if self.is_flagged(flag_reasons):
             return f"drift ({self.detail})"
-        if self.verdict is Verdict.DRIFT:
+        if self.verdict is JudgementVerdict.DRIFT:
             return f"drift, not flagged ({self.detail})"
         return f"{self.verdict.value} ({self.detail})"
 
@@ -232,24 +230,24 @@ def judge(
     """
     if previous is None:
         return Judgement(
-            verdict=Verdict.NOT_JUDGED,
+            verdict=JudgementVerdict.NOT_JUDGED,
             reason="no previous materialisation of this asset and partition",
         )
     missing = _missing_data_hash(current, "this materialisation") or _missing_data_hash(
         previous, "the previous materialisation"
     )
     if missing:
-        return Judgement(verdict=Verdict.NOT_JUDGED, reason=missing)
+        return Judgement(verdict=JudgementVerdict.NOT_JUDGED, reason=missing)
     if current.hash_method != previous.hash_method:
         return Judgement(
-            verdict=Verdict.NOT_JUDGED,
+            verdict=JudgementVerdict.NOT_JUDGED,
             reason=(
                 f"not comparable: hash methods differ ({previous.hash_method or 'none'} before, "
                 f"{current.hash_method or 'none'} now)"
             ),
         )
     if current.data_hash == previous.data_hash:
-        return Judgement(verdict=Verdict.UNCHANGED, reason="data unchanged")
+        return Judgement(verdict=JudgementVerdict.UNCHANGED, reason="data unchanged")
     states = {
         "code": _state(previous.code_hash, current.code_hash),
         "environment": _state(previous.environment_hash, current.environment_hash),
@@ -259,11 +257,13 @@ def judge(
     }
     moved = [name for name, state in states.items() if state]
     if moved:
-        return Judgement(verdict=Verdict.EXPLAINED, reason=f"{' and '.join(moved)} changed")
+        return Judgement(
+            verdict=JudgementVerdict.EXPLAINED, reason=f"{' and '.join(moved)} changed"
+        )
     unknown = [name for name, state in states.items() if state is None]
     if unknown:
         return Judgement(
-            verdict=Verdict.NOT_JUDGED,
+            verdict=JudgementVerdict.NOT_JUDGED,
             reason=f"data changed but the {' and '.join(unknown)} hash is missing, so the "
             "change cannot be attributed",
         )
@@ -271,28 +271,19 @@ def judge(
     return _judge_upstreams(current, previous, strict=strict)
 
 
-def partition_of(record: Mapping[str, Any]) -> str | None:
-    """The partition a run record (v2 JSON as a dict) wrote, None when unpartitioned."""
-    variables = record.get("variables")
-    if not isinstance(variables, Mapping):
-        return None
-    return _text_or_none(variables.get("partition_key"))
-
-
 def judge_records(
-    previous: Mapping[str, Any], current: Mapping[str, Any], *, strict_sources: bool = False
+    previous: RunRecord, current: RunRecord, *, strict_sources: bool = False
 ) -> dict[str, Judgement]:
-    """Judge each output present in both run records (v2 JSON as dicts), current against previous.
+    """Judge each output present in both run records, current against previous.
 
     The rules are `judge`'s; two records of different partitions are never compared, as the
     sensor never compares them.
     """
-    names = _output_names(current)
-    shared = [name for name in names if name in set(_output_names(previous))]
-    before, now = partition_of(previous), partition_of(current)
+    shared = [name for name in current.output_names if name in set(previous.output_names)]
+    before, now = previous.partition_key, current.partition_key
     if before != now:
         apart = Judgement(
-            verdict=Verdict.NOT_JUDGED,
+            verdict=JudgementVerdict.NOT_JUDGED,
             reason=(
                 f"different partitions ({before or 'unpartitioned'} before, "
                 f"{now or 'unpartitioned'} now): a partition is only compared with itself"
@@ -307,14 +298,6 @@ def judge_records(
         )
         for name in shared
     }
-
-
-def _output_names(record: Mapping[str, Any]) -> list[str]:
-    steps = record.get("outputs")
-    if not isinstance(steps, list):
-        return []
-    names = [str(step["name"]) for step in steps if isinstance(step, Mapping) and step.get("name")]
-    return list(dict.fromkeys(names))
 
 
 class _Upstream(BaseModel):
@@ -369,9 +352,9 @@ def _judge_upstreams(current: DriftEvidence, previous: DriftEvidence, *, strict:
     """Data moved under the same code, environment and config: the upstreams decide the reason."""
     now, before = _upstreams(current), _upstreams(previous)
     if now is None or before is None:
-        return Judgement(verdict=Verdict.DRIFT, reason=INPUTS_UNKNOWN)
+        return Judgement(verdict=JudgementVerdict.DRIFT, reason=INPUTS_UNKNOWN)
     if not now and not before and not strict:
-        return Judgement(verdict=Verdict.EXPLAINED, reason=SOURCE_EXPLANATION)
+        return Judgement(verdict=JudgementVerdict.EXPLAINED, reason=SOURCE_EXPLANATION)
     moved: list[str] = []
     unknown: list[str] = []
     for key in sorted(set(now) | set(before)):
@@ -385,16 +368,16 @@ def _judge_upstreams(current: DriftEvidence, previous: DriftEvidence, *, strict:
             unknown.append(key)
     if moved:
         return Judgement(
-            verdict=Verdict.EXPLAINED,
+            verdict=JudgementVerdict.EXPLAINED,
             reason=INPUTS_CHANGED,
             moved_inputs=tuple(moved),
             unknown_inputs=tuple(unknown),
         )
     if unknown:
         return Judgement(
-            verdict=Verdict.DRIFT, reason=INPUTS_UNKNOWN, unknown_inputs=tuple(unknown)
+            verdict=JudgementVerdict.DRIFT, reason=INPUTS_UNKNOWN, unknown_inputs=tuple(unknown)
         )
-    return Judgement(verdict=Verdict.DRIFT, reason=SAME_INPUTS)
+    return Judgement(verdict=JudgementVerdict.DRIFT, reason=SAME_INPUTS)
 
 
 def _state(before: str | None, now: str | None) -> bool | None:
@@ -455,58 +438,43 @@ def upstream_versions_from(value: Any) -> dict[str, str | None] | None:
     }
 
 
-def _variables(record: Mapping[str, Any]) -> Mapping[str, Any]:
-    variables = record.get("variables")
-    return variables if isinstance(variables, Mapping) else {}
-
-
-def _record_inputs(record: Mapping[str, Any]) -> dict[str, InputDigest] | None:
+def _record_inputs(record: RunRecord) -> dict[str, InputDigest]:
     """A run record's input steps, with the asset each came from when the record names it."""
-    steps = record.get("inputs")
-    if not isinstance(steps, list):
-        return None
-    asset_keys = _variables(record).get(INPUT_ASSET_KEYS_VARIABLE)
+    asset_keys = record.variables.get(INPUT_ASSET_KEYS_VARIABLE)
     asset_keys = asset_keys if isinstance(asset_keys, Mapping) else {}
-    inputs: dict[str, InputDigest] = {}
-    for step in steps:
-        if isinstance(step, Mapping) and step.get("name"):
-            name = str(step["name"])
-            inputs[name] = InputDigest(
-                asset_key=_text_or_none(asset_keys.get(name)),
-                data_hash=_text_or_none(step.get("data_hash")),
-                row_count=step.get("row_count") if isinstance(step.get("row_count"), int) else None,
-                hash_error=_text_or_none(step.get("hash_error")),
-            )
-    return inputs
+    return {
+        step.name: InputDigest(
+            asset_key=_text_or_none(asset_keys.get(step.name)),
+            data_hash=_text_or_none(step.data_hash),
+            row_count=step.row_count,
+            hash_error=_text_or_none(step.hash_error),
+        )
+        for step in record.inputs
+        if step.name
+    }
 
 
 def _matching_output(
-    steps: Any, data_hash: str, output_name: str | None
-) -> Mapping[str, Any] | None:
+    steps: list[StepRecord], data_hash: str, output_name: str | None
+) -> StepRecord | None:
     """The record's output step that this materialisation describes (by digest, else by name)."""
-    if not isinstance(steps, list):
-        return None
-    candidates = [step for step in steps if isinstance(step, Mapping)]
-    for step in candidates:
-        if step.get("data_hash") == data_hash:
+    for step in steps:
+        if step.data_hash == data_hash:
             return step
-    for step in candidates:
-        if output_name is not None and step.get("name") == output_name:
+    for step in steps:
+        if output_name is not None and step.name == output_name:
             return step
-    return candidates[0] if len(candidates) == 1 else None
+    return steps[0] if len(steps) == 1 else None
 
 
-def _output_step(steps: Any, output_name: str | None) -> Mapping[str, Any]:
+def _output_step(steps: list[StepRecord], output_name: str | None) -> StepRecord:
     """The named output step of a record, or its only one; a clear error otherwise."""
-    outputs = (
-        [step for step in steps if isinstance(step, Mapping)] if isinstance(steps, list) else []
-    )
-    names = [str(step.get("name")) for step in outputs]
+    names = [step.name for step in steps]
     if output_name is not None:
-        for step in outputs:
-            if step.get("name") == output_name:
+        for step in steps:
+            if step.name == output_name:
                 return step
         raise ValueError(f"the record has no output {output_name!r} (outputs: {names})")
-    if len(outputs) != 1:
-        raise ValueError(f"the record has {len(outputs)} outputs {names}: name the one to judge")
-    return outputs[0]
+    if len(steps) != 1:
+        raise ValueError(f"the record has {len(steps)} outputs {names}: name the one to judge")
+    return steps[0]

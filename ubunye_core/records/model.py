@@ -10,11 +10,14 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from ubunye_rows.hashing.digest import Fingerprint
+from ubunye_core.records.vocabulary import RUN_STATUSES as RUN_STATUSES
+
+if TYPE_CHECKING:
+    from ubunye_rows.hashing.digest import Fingerprint
 
 #: The layout this package writes.
 RECORD_VERSION = 2
@@ -23,14 +26,14 @@ RECORD_VERSION = 2
 #: (an input) the digest recorded at write time, taken because the stored bytes still hash to the
 #: byte digest recorded with it.
 HASH_BASES = ("materialised", "recomputed", "stored-bytes")
-#: The statuses a run record has: open while the step runs, then how it ended.
-RUN_STATUSES = ("success", "error", "running")
 #: A step field the reference does not have (its reader drops it): the digest of the stored
 #: bytes (``ubunye_core.materialisations.byte_digest``), written only when known.
 BYTES_HASH_FIELD = "bytes_hash"
 #: A step field the reference does not have (its reader drops it): the rows-v1 sketch
 #: (``ubunye_rows.sketch``), written only when the hash kept one.
 SKETCH_FIELD = "sketch"
+#: The ``variables`` entry naming the partition a run wrote (absent when unpartitioned).
+PARTITION_KEY_VARIABLE = "partition_key"
 
 _LIST_FIELDS = ("inputs", "outputs", "timings", "expectations", "llm_calls")
 _DICT_FIELDS = ("variables", "environment", "llm_budget")
@@ -186,6 +189,19 @@ class RunRecord(BaseModel):
     def to_json(self) -> str:
         """The record document: ``indent=2``, non-ASCII text written as is."""
         return json.dumps(self.to_dict(), indent=2, ensure_ascii=False)
+
+    @property
+    def partition_key(self) -> str | None:
+        """The partition this run wrote, as text; None when unpartitioned (absent or empty)."""
+        value = self.variables.get(PARTITION_KEY_VARIABLE)
+        if value is None:
+            return None
+        return str(value) or None
+
+    @property
+    def output_names(self) -> list[str]:
+        """The names of the outputs, each once, in the record's order (unnamed steps left out)."""
+        return list(dict.fromkeys(step.name for step in self.outputs if step.name))
 
     def step(self, name: str, direction: Literal["input", "output"] = "output") -> StepRecord:
         """The input or output called ``name``; KeyError naming what exists when there is none."""

@@ -6,6 +6,11 @@ record itself (zlib-compressed), so a query reads no record file. Before each qu
 the folders it touches and ``sync`` brings their rows up to date: files not seen before or whose
 signature changed are read, rows of files that are gone are dropped. Deleting the index loses
 nothing; a damaged one is discarded and rebuilt.
+
+A folder whose listing (every file's name and signature) has the digest remembered from a sync
+that found its rows exactly in step, with no row of it written since, is in step without comparing
+its files one by one. Triggers count every write to a folder's rows (its ``generation``), so a
+writer in any process makes the remembered digest stale.
 """
 
 from __future__ import annotations
@@ -22,11 +27,18 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from itertools import islice, zip_longest
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ubunye_core.records.drift import partition_of
-from ubunye_core.records.model import RunRecord
-from ubunye_core.store.listing import UNREADABLE_RANK, FileEntry, RunEntry, started_order
+from ubunye_core.store.listing import (
+    UNREADABLE_RANK,
+    FileEntry,
+    RunEntry,
+    record_of,
+    started_order,
+)
+
+if TYPE_CHECKING:
+    from ubunye_core.records.model import RunRecord
 
 #: File name of the index kept beside the records (inside the store's root; never ``*.json``,
 #: so the reference CLI, which reads ``*.json`` files, does not see it).
@@ -35,36 +47,81 @@ INDEX_FILE_NAME = ".ubunye-index.sqlite3"
 #: Folder for the indexes of object stores and read-only folders (default: the user's cache).
 CACHE_DIR_ENV = "UBUNYE_INDEX_CACHE_DIR"
 
-SCHEMA_VERSION = "3"
+SCHEMA_VERSION = "4"
 _BUSY_TIMEOUT_MS = 60_000
 _BATCH = 500
 
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
-CREATE TABLE IF NOT EXISTS runs (
-    id INTEGER PRIMARY KEY,
-    task_path TEXT NOT NULL,
-    file TEXT NOT NULL,
-    sig_a, sig_b, sig_c,
-    mtime REAL NOT NULL,
-    rank INTEGER NOT NULL,
-    started_us INTEGER,
-    started_tie TEXT NOT NULL,
-    status TEXT,
-    run_id TEXT,
-    started_at TEXT,
-    duration_sec REAL,
-    partition_key TEXT,
-    error TEXT
-);
-CREATE UNIQUE INDEX IF NOT EXISTS runs_file ON runs (task_path, file);
-CREATE INDEX IF NOT EXISTS runs_task_newest ON runs (
-    task_path, mtime DESC, rank DESC, started_us DESC, started_tie DESC, file DESC,
-    status, partition_key
-);
-CREATE TABLE IF NOT EXISTS documents (id INTEGER PRIMARY KEY, body BLOB NOT NULL);
-CREATE TABLE IF NOT EXISTS dictionary (id INTEGER PRIMARY KEY CHECK (id = 1), body BLOB NOT NULL);
-"""
+_SCHEMA = (
+    """
+    CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)
+    """,
+    """
+    CREATE TABLE IF NOT EXISTS runs (
+        id INTEGER PRIMARY KEY,
+        task_path TEXT NOT NULL,
+        file TEXT NOT NULL,
+        sig_a, sig_b, sig_c,
+        mtime REAL NOT NULL,
+        rank INTEGER NOT NULL,
+        started_us INTEGER,
+        started_tie TEXT NOT NULL,
+        status TEXT,
+        run_id TEXT,
+        started_at TEXT,
+        duration_sec REAL,
+        partition_key TEXT,
+        error TEXT
+    )
+    """,
+    """
+    CREATE UNIQUE INDEX IF NOT EXISTS runs_file ON runs (task_path, file)
+    """,
+    """
+    CREATE INDEX IF NOT EXISTS runs_task_newest ON runs (
+        task_path, mtime DESC, rank DESC, started_us DESC, started_tie DESC, file DESC,
+        status, partition_key
+    )
+    """,
+    # The unreadable files each sync reports, found without reading every row of the folder.
+    f"""
+    CREATE INDEX IF NOT EXISTS runs_unreadable ON runs (task_path, file)
+    WHERE rank = {UNREADABLE_RANK}
+    """,
+    """
+    CREATE TABLE IF NOT EXISTS documents (id INTEGER PRIMARY KEY, body BLOB NOT NULL)
+    """,
+    """
+    CREATE TABLE IF NOT EXISTS dictionary (
+        id INTEGER PRIMARY KEY CHECK (id = 1), body BLOB NOT NULL
+    )
+    """,
+    # Per task folder: how many writes its rows have had, and the digest of the listing its rows
+    # were last found exactly in step with (valid while ``listed_at`` is that count).
+    """
+    CREATE TABLE IF NOT EXISTS folders (
+        task_path TEXT PRIMARY KEY,
+        generation INTEGER NOT NULL DEFAULT 0,
+        listing BLOB,
+        listed_at INTEGER
+    )
+    """,
+    """
+    CREATE TRIGGER IF NOT EXISTS runs_inserted AFTER INSERT ON runs BEGIN
+        INSERT INTO folders (task_path, generation) VALUES (NEW.task_path, 1)
+        ON CONFLICT (task_path) DO UPDATE SET generation = generation + 1;
+    END
+    """,
+    """
+    CREATE TRIGGER IF NOT EXISTS runs_updated AFTER UPDATE ON runs BEGIN
+        UPDATE folders SET generation = generation + 1 WHERE task_path = NEW.task_path;
+    END
+    """,
+    """
+    CREATE TRIGGER IF NOT EXISTS runs_deleted AFTER DELETE ON runs BEGIN
+        UPDATE folders SET generation = generation + 1 WHERE task_path = OLD.task_path;
+    END
+    """,
+)
 
 _ORDER = "mtime DESC, rank DESC, started_us DESC, started_tie DESC, task_path DESC, file DESC"
 _COLUMNS = "id, task_path, file, rank, status, run_id, started_at, duration_sec, error"
@@ -128,10 +185,19 @@ class SyncReport:
 
 @dataclass(frozen=True)
 class FolderState:
-    """A task folder as listed now (no entries when it does not exist)."""
+    """A task folder as listed now: how many record files it holds, the digest of its listing
+    (every file's name and change signature, in listing order) and the files themselves, made
+    only when the sync compares them (none when the folder does not exist)."""
 
     task_path: str
-    entries: Sequence[FileEntry]
+    count: int
+    digest: bytes
+    make_entries: Callable[[], Sequence[FileEntry]] = field(repr=False, compare=False)
+
+    @functools.cached_property
+    def entries(self) -> Sequence[FileEntry]:
+        """The folder's record files."""
+        return self.make_entries()
 
 
 def _row(
@@ -160,7 +226,7 @@ def _row(
         record.run_id,
         record.started_at,
         record.duration_sec,
-        partition_of({"variables": record.variables}),
+        record.partition_key,
         None,
     )
     return values, document.encode("utf-8")
@@ -220,11 +286,10 @@ class RecordIndex:
             )
             if found != wanted:
                 # Another version's or another store's index: it is only derived data.
-                for table in ("runs", "documents", "dictionary", "meta"):
+                for table in ("runs", "documents", "dictionary", "folders", "meta"):
                     connection.execute(f"DROP TABLE IF EXISTS {table}")
-                for statement in _SCHEMA.split(";"):
-                    if statement.strip():
-                        connection.execute(statement)
+                for statement in _SCHEMA:
+                    connection.execute(statement)
                 connection.executemany("INSERT INTO meta VALUES (?, ?)", wanted.items())
 
     @contextlib.contextmanager
@@ -293,21 +358,9 @@ class RecordIndex:
             seen: list[str] = []
             for folder in folders:
                 seen.append(folder.task_path)
-                rows = connection.execute(
-                    "SELECT file, sig_a, sig_b, sig_c FROM runs WHERE task_path = ?",
-                    (folder.task_path,),
-                )
-                known = {file: (a, b, c) for file, a, b, c in rows}
-                changed = []
-                for entry in folder.entries:
-                    if known.pop(entry.name, None) == entry.signature:
-                        report.unchanged += 1
-                    else:
-                        changed.append(entry)
+                changed = _compare_folder(connection, folder, still_gone, report)
                 if changed:
                     to_read.append((folder.task_path, changed))
-                gone = [name for name in known if still_gone(folder.task_path, name)]
-                report.removed += _remove(connection, folder.task_path, gone)
             total = sum(len(entries) for _, entries in to_read)
             if progress is not None and total:
                 progress(0, total)
@@ -392,7 +445,7 @@ class RecordIndex:
             status=status,
             started_at=started_at,
             duration_sec=duration,
-            load_record=lambda: RunRecord.from_json(document()),
+            load_record=functools.partial(record_of, document),
             load_document=document,
         )
 
@@ -494,6 +547,43 @@ def _put(
         connection.execute(
             "INSERT OR REPLACE INTO documents (id, body) VALUES (?, ?)", (row_id, body)
         )
+
+
+def _compare_folder(
+    connection: sqlite3.Connection,
+    folder: FolderState,
+    still_gone: Callable[[str, str], bool],
+    report: SyncReport,
+) -> list[FileEntry]:
+    """The files of ``folder`` new or changed since the index read them (the rows of files
+    gone are dropped). A listing found exactly in step is remembered, with the folder's write
+    count read before its rows: a write in between moves the count and nothing is remembered."""
+    task_path = folder.task_path
+    generation, listing, listed_at = connection.execute(
+        "SELECT generation, listing, listed_at FROM folders WHERE task_path = ?", (task_path,)
+    ).fetchone() or (None, None, None)
+    if generation is not None and listed_at == generation and listing == folder.digest:
+        report.unchanged += folder.count
+        return []
+    rows = connection.execute(
+        "SELECT file, sig_a, sig_b, sig_c FROM runs WHERE task_path = ?", (task_path,)
+    )
+    known = {file: (a, b, c) for file, a, b, c in rows}
+    changed = []
+    for entry in folder.entries:
+        if known.pop(entry.name, None) == entry.signature:
+            report.unchanged += 1
+        else:
+            changed.append(entry)
+    if not changed and not known and generation is not None:
+        connection.execute(
+            "UPDATE folders SET listing = ?, listed_at = generation "
+            "WHERE task_path = ? AND generation = ?",
+            (folder.digest, task_path, generation),
+        )
+    gone = [name for name in known if still_gone(task_path, name)]
+    report.removed += _remove(connection, task_path, gone)
+    return changed
 
 
 def _dictionary(connection: sqlite3.Connection) -> bytes | None:

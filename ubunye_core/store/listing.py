@@ -10,10 +10,13 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import date, datetime, timezone
-from typing import Any, NamedTuple
+from datetime import datetime, timezone
+from typing import TYPE_CHECKING, Any, NamedTuple
 
-from ubunye_core.records.model import RunRecord
+from ubunye_core.records.times import instant
+
+if TYPE_CHECKING:
+    from ubunye_core.records.model import RunRecord
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
 
@@ -22,25 +25,6 @@ _EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
 UNREADABLE_RANK = 2
 _READABLE_TIME_RANK = 1
 _UNREADABLE_TIME_RANK = 0
-
-
-def instant(value: Any) -> datetime | None:
-    """An aware datetime for ISO text, a datetime or a date (naive ones taken as UTC); else None."""
-    if isinstance(value, datetime):
-        moment = value
-    elif isinstance(value, date):
-        moment = datetime(value.year, value.month, value.day)
-    elif isinstance(value, str):
-        text = value.strip()
-        # Python 3.10 reads no "Z" suffix; the reference writes "+00:00", Dagster users write "Z".
-        text = text[:-1] + "+00:00" if text[-1:] in ("Z", "z") else text
-        try:
-            moment = datetime.fromisoformat(text)
-        except ValueError:
-            return None
-    else:
-        return None
-    return moment if moment.tzinfo else moment.replace(tzinfo=timezone.utc)
 
 
 def epoch_micros(moment: datetime) -> int:
@@ -64,6 +48,14 @@ def order_key(
 ) -> tuple[float, int, int, str, str, str]:
     """Sort key (largest first) of one run file; the index orders its columns the same way."""
     return (mtime, rank, micros if micros is not None else -(2**63), tie, task_path, file_name)
+
+
+def record_of(document: Callable[[], str]) -> RunRecord:
+    """The run record of a JSON document; the record model is loaded only when a record is
+    made, so a listing that prints the index's columns never loads it."""
+    from ubunye_core.records.model import RunRecord
+
+    return RunRecord.from_json(document())
 
 
 class FileEntry(NamedTuple):

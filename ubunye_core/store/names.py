@@ -16,6 +16,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+#: Where a use case folder keeps its records.
+LINEAGE_SUBDIR = (".ubunye", "lineage")
+
 #: Longest name ``encode_name`` returns: room for a 36-character run id, a dot and ``.json``
 #: in one 255-byte file name.
 MAX_ENCODED_NAME = 200

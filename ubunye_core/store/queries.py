@@ -11,16 +11,18 @@ import sqlite3
 from collections.abc import Callable, Iterator
 from datetime import date, datetime
 from itertools import groupby, islice
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ubunye_core.records.drift import partition_of
-from ubunye_core.records.model import RunRecord
+from ubunye_core.records.times import instant
 from ubunye_core.store.errors import LineageStoreError
 from ubunye_core.store.index import RecordIndex, is_damage
-from ubunye_core.store.listing import RunEntry, epoch_micros, instant, order_key, started_order
+from ubunye_core.store.listing import RunEntry, epoch_micros, order_key, started_order
 from ubunye_core.store.names import split_task_path
 from ubunye_core.store.reading import warn_unreadable
 from ubunye_core.store.syncing import IndexedStore
+
+if TYPE_CHECKING:
+    from ubunye_core.records.model import RunRecord
 
 
 class RunQueries(IndexedStore):
@@ -53,16 +55,22 @@ class RunQueries(IndexedStore):
             return
         record = newest.record()
         yield record
-        partition = partition_of({"variables": record.variables})
+        partition = record.partition_key
         if index is None:
             # Reading the folders: go on with the same lazy pass.
             older = (entry.record() for entry in entries)
-            yield from (r for r in older if partition_of({"variables": r.variables}) == partition)
+            yield from (r for r in older if r.partition_key == partition)
             return
         entries.close()
         # The first run of the partition is the newest itself.
         older_entries = self._query(index, task_paths, partition=partition, on_unreadable=warn_once)
         yield from (entry.record() for entry in islice(older_entries, 1, None))
+
+    def iter_entries(self, task_path: str) -> Iterator[RunEntry]:
+        """A task's runs as listing entries, newest first: the index's columns and documents,
+        a record made only when an entry is asked for one."""
+        task_paths = ["/".join(split_task_path(task_path))]
+        yield from self._query(self._synced_index(task_paths, whole_store=False), task_paths)
 
     def list_runs(self, task_path: str, limit: int | None = None) -> list[RunRecord]:
         """A task's runs, newest first (file modification time, then ``started_at``)."""
@@ -191,7 +199,7 @@ def _matches(record: RunRecord, status: str | None, since: int | None, partition
         _, micros, _ = started_order(record.started_at)
         if micros is None or micros < since:
             return False
-    return partition is ... or partition_of({"variables": record.variables}) == partition
+    return partition is ... or record.partition_key == partition
 
 
 def _fall_back_if_damaged(

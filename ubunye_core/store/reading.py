@@ -4,14 +4,14 @@
 
 from __future__ import annotations
 
+import os
 import warnings
 from collections.abc import Iterator
 from contextlib import suppress
 from os import PathLike
+from typing import TYPE_CHECKING
 
-from upath import UPath
-
-from ubunye_core.records.model import RunRecord
+from ubunye_core.paths import is_local
 from ubunye_core.store.errors import (
     AmbiguousRunIdError,
     LineageStoreError,
@@ -19,10 +19,15 @@ from ubunye_core.store.errors import (
     UnreadableRecordError,
     UnreadableRecordWarning,
 )
-from ubunye_core.store.layout import RECORD_SUFFIX, StoreLayout
+from ubunye_core.store.layout import RECORD_SUFFIX, StoreLayout, as_path
 from ubunye_core.store.listing import FileEntry
 from ubunye_core.store.names import check_segment
 from ubunye_core.wording import counted
+
+if TYPE_CHECKING:
+    from upath import UPath
+
+    from ubunye_core.records.model import RunRecord
 
 #: Record files an object store is asked for in one request.
 _REMOTE_BATCH = 256
@@ -35,7 +40,7 @@ class RecordReader(StoreLayout):
 
     def read(self, path: str | PathLike[str] | UPath) -> RunRecord:
         """The record in one file; UnreadableRecordError naming the file when it is not one."""
-        target = UPath(path)
+        target = as_path(path)
         try:
             data = target.read_bytes()
         except FileNotFoundError as exc:
@@ -71,11 +76,11 @@ class RecordReader(StoreLayout):
         self, task_path: str, entries: list[FileEntry]
     ) -> Iterator[tuple[FileEntry, RunRecord | None, str | None]]:
         """Each file's record, or None and why it is unreadable; object stores in batches."""
-        folder = self.task_dir(task_path)
-        if self._is_local(folder):
+        folder = self._task_folder(task_path)
+        if isinstance(folder, str) or is_local(folder):
             for entry in entries:
                 try:
-                    yield entry, self.read(folder / entry.name), None
+                    yield entry, self.read(_joined(folder, entry.name)), None
                 except RecordNotFoundError:
                     continue
                 except LineageStoreError as exc:
@@ -104,6 +109,10 @@ class RecordReader(StoreLayout):
             return None
 
 
+def _joined(folder: str | UPath, name: str) -> str | UPath:
+    return os.path.join(folder, name) if isinstance(folder, str) else folder / name
+
+
 def _runs_held(run_ids: list[str]) -> str:
     """What a task folder holds, said when the run asked for is not among ``run_ids``."""
     if not run_ids:
@@ -115,6 +124,8 @@ def _runs_held(run_ids: list[str]) -> str:
 
 
 def parse_record(target: UPath, data: bytes) -> RunRecord:
+    from ubunye_core.records.model import RunRecord
+
     try:
         return RunRecord.from_json(data.decode("utf-8"))
     except UnicodeDecodeError as exc:

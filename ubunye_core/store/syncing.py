@@ -11,7 +11,6 @@ from dataclasses import dataclass
 
 from ubunye_core.store.errors import LineageStoreError
 from ubunye_core.store.index import (
-    FolderState,
     IndexUnavailable,
     RecordIndex,
     SyncReport,
@@ -40,7 +39,7 @@ class IndexedStore(RecordReader):
         """Bring the index up to date with every record file (``full``: build it anew)."""
         if not self.use_index:
             raise LineageStoreError("this store was opened without its index")
-        if self._is_local(self._root) and not os.path.isdir(self._root.path):
+        if self._local_root is not None and not os.path.isdir(self._local_root):
             raise LineageStoreError(f"no lineage records folder at {self._root}")
         started = time.perf_counter()
         index = self._index()
@@ -66,7 +65,7 @@ class IndexedStore(RecordReader):
         (the folders are read instead). A damaged index is deleted and built again once."""
         if not self.use_index:
             return None
-        if self._is_local(self._root) and not os.path.isdir(self._root.path):
+        if self._local_root is not None and not os.path.isdir(self._local_root):
             return None
         index = self._index()
         for attempt in range(2):
@@ -86,16 +85,14 @@ class IndexedStore(RecordReader):
         return None
 
     def _sync(self, index: RecordIndex, task_paths: list[str]) -> SyncReport:
-        folders = (
-            FolderState(task_path, self._record_entries(self.task_dir(task_path)))
-            for task_path in task_paths
-        )
+        folders = (self._folder_state(task_path) for task_path in task_paths)
         return index.sync(
             folders, self._read_entries, still_gone=self._still_gone, progress=self.progress
         )
 
     def _still_gone(self, task_path: str, file_name: str) -> bool:
         """A file missing from a listing is still missing (a local check is cheap)."""
-        if not self._is_local(self._root):
+        folder = self._task_folder(task_path)
+        if not isinstance(folder, str):
             return True
-        return not os.path.exists(os.path.join(self.task_dir(task_path).path, file_name))
+        return not os.path.exists(os.path.join(folder, file_name))

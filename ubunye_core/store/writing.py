@@ -14,12 +14,16 @@ import os
 import secrets
 import sqlite3
 from contextlib import suppress
+from typing import TYPE_CHECKING
 
-from upath import UPath
-
-from ubunye_core.records.model import RunRecord
+from ubunye_core.paths import is_local
 from ubunye_core.store.index import IndexUnavailable
 from ubunye_core.store.layout import StoreLayout
+
+if TYPE_CHECKING:
+    from upath import UPath
+
+    from ubunye_core.records.model import RunRecord
 
 
 class RecordWriter(StoreLayout):
@@ -37,7 +41,7 @@ class RecordWriter(StoreLayout):
         path = self.path_for(expected, record.run_id)
         text = record.to_json()
         data = (text + "\n").encode("utf-8")
-        if self._is_local(path):
+        if is_local(path):
             _replace_local_file(path.path, data, durable=self.durable)
         else:
             with suppress(OSError, NotImplementedError):

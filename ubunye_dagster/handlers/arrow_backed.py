@@ -9,18 +9,23 @@ from __future__ import annotations
 import time
 from abc import abstractmethod
 from collections.abc import Mapping
+from functools import partial
 from typing import Any, ClassVar
 
-from ubunye_dagster.expectations import ArrowRuleCounter, RuleCounter
-from ubunye_dagster.handlers import arrow_files
-from ubunye_dagster.handlers.base import (
+from ubunye_core.materialisations.stored import (
     DATA_HASH_KEY,
     SCHEMA_HASH_KEY,
     WRITER_KEY,
+    read_stored,
+)
+from ubunye_dagster.expectations import ArrowRuleCounter, RuleCounter
+from ubunye_dagster.handlers import arrow_files
+from ubunye_dagster.handlers.base import (
     FrameHandler,
     LoadedFrame,
     RowsOf,
     StagedWrite,
+    TableSlice,
     type_is,
 )
 from ubunye_rows.hashing import arrow_schema_pairs
@@ -102,7 +107,7 @@ def load_arrow(path: Any, convert: Any, digest_with: str | None = None) -> Loade
     """Read the Parquet at ``path`` as ``convert(table)``; it is hashed under its writer's rules.
     With ``digest_with`` the stored bytes are digested too (beside the decode)."""
     started = time.perf_counter()
-    stored = arrow_files.read_stored(path, digest_with)
+    stored = read_stored(path, digest_with=digest_with)
     notes = stored.notes
     table = arrow_files.with_noted_row_count(stored.table, notes)
     frame = convert(table)
@@ -131,13 +136,14 @@ class ArrowBackedHandler(FrameHandler):
     def accepts_type(self, cls: type) -> bool:
         return type_is(cls, self.kind, self.type_names)
 
-    def stage(self, obj: Any, path: Any, context: Any) -> StagedWrite:
-        return ArrowStagedWrite(self.to_arrow(obj), path, writer=self.kind)
+    def stage(self, obj: Any, where: TableSlice, context: Any) -> StagedWrite:
+        return ArrowStagedWrite(self.to_arrow(obj), where.location, writer=self.kind)
 
     def load(
-        self, path: Any, context: Any, as_type: type | None = None, digest_with: str | None = None
+        self, where: TableSlice, context: Any, as_type: Any = None, digest_with: str | None = None
     ) -> LoadedFrame:
-        return load_arrow(path, lambda table: self.from_arrow(table, as_type), digest_with)
+        convert = partial(self.from_arrow, as_type=as_type)
+        return load_arrow(where.location, convert, digest_with)
 
     @abstractmethod
     def to_arrow(self, obj: Any) -> Any:

@@ -8,24 +8,26 @@ sees the old object or the new one, never part of one.
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import threading
 import time
-from collections.abc import Callable, Mapping
-from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
-from functools import partial
+from collections.abc import Mapping
 from typing import Any
 
 import fsspec
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from ubunye_core.materialisations.byte_digest import bytes_digest, file_digest, folder_digest
+from ubunye_core.materialisations.byte_digest import bytes_digest, file_digest
 from ubunye_core.materialisations.staging import remove_dead_staging, staging_name
-from ubunye_core.materialisations.stored import footer_notes, hashed_view, pandas_view
-from ubunye_dagster.handlers.base import SIDECAR_NAME
+from ubunye_core.materialisations.stored import (
+    file_system_of,
+    footer_notes,
+    hashed_view,
+    pandas_view,
+    stored_notes,
+)
+from ubunye_core.paths import is_local
 from ubunye_rows.hashing import fingerprint, fingerprint_arrow
 from ubunye_rows.hashing.fingerprint import failed_fingerprint
 
@@ -33,11 +35,6 @@ __all__ = ["footer_notes", "hashed_view", "pandas_view"]
 
 #: Columns pandas adds for an unnamed index; they are not the asset's columns.
 INDEX_PREFIX = "__index_level_"
-
-
-def is_local(path: Any) -> bool:
-    """True when ``path`` (a UPath) is on the local file system."""
-    return getattr(path, "protocol", "") in ("", "file", "local")
 
 
 def native_path(path: Any) -> str:
@@ -214,82 +211,6 @@ def sweep_dead_staging(path: Any) -> list[str]:
         return []
 
 
-@dataclass
-class StoredTable:
-    """A stored materialisation read as one Arrow table, with what its writer left beside it."""
-
-    table: pa.Table
-    #: The writer's notes (Parquet footer, or a folder's sidecar).
-    notes: dict[str, str]
-    #: The digest of the stored bytes, when asked for
-    #: (``ubunye_core.materialisations.byte_digest``).
-    bytes_hash: str | None = None
-    #: Seconds the byte digest took, in a thread beside the decode.
-    bytes_seconds: float = 0.0
-
-
-def _timed(compute: Callable[[], str]) -> tuple[str, float]:
-    started = time.perf_counter()
-    return compute(), time.perf_counter() - started
-
-
-def read_stored(path: Any, digest_with: str | None = None) -> StoredTable:
-    """The Parquet file, or folder of part files, at ``path`` as one table with its notes; with
-    ``digest_with`` (an algorithm) also the digest of its bytes, hashed while Arrow decodes.
-
-    A file is read into memory once: the digest and the decode share those bytes.
-    """
-    local = is_local(path)
-    fs = fsspec.filesystem("file") if local else path.fs
-    native = native_path(path)
-    if not fs.exists(native):
-        raise FileNotFoundError(f"no materialisation at {path}")
-    folder = fs.isdir(native)
-    if folder:
-        digest = partial(folder_digest, fs, native, digest_with or "")
-    else:
-        data = fs.cat_file(native)
-        digest = partial(bytes_digest, data, digest_with or "")
-    with ThreadPoolExecutor(max_workers=1) as pool:
-        pending = pool.submit(_timed, digest) if digest_with else None
-        if folder:
-            table = pq.read_table(native, filesystem=None if local else fs)
-            notes = read_sidecar(path)
-        else:
-            table = pq.read_table(pa.BufferReader(data))
-            notes = _footer_notes(pq.read_metadata(pa.BufferReader(data)))
-        bytes_hash, seconds = pending.result() if pending is not None else (None, 0.0)
-    return StoredTable(table, notes, bytes_hash, seconds)
-
-
-def _footer_notes(metadata: pq.FileMetaData) -> dict[str, str]:
-    """The writer's notes among a Parquet file's key-value metadata (the ``ubunye.`` keys)."""
-    return {
-        key.decode(): value.decode()
-        for key, value in (metadata.metadata or {}).items()
-        if key.startswith(b"ubunye.")
-    }
-
-
-def read_sidecar(path: Any) -> dict[str, str]:
-    """The sidecar notes of a folder-shaped materialisation; empty when there are none.
-
-    Whether it is there is asked first: file systems report a missing file under a file in
-    their own ways (``memory://`` raises FileExistsError, local NotADirectoryError).
-    """
-    sidecar = path / SIDECAR_NAME
-    try:
-        if is_local(path):
-            with open(str(sidecar), encoding="utf-8") as handle:
-                return dict(json.load(handle))
-        if not sidecar.fs.isfile(sidecar.path):
-            return {}
-        with sidecar.fs.open(sidecar.path, "r") as handle:
-            return dict(json.load(handle))
-    except (FileNotFoundError, NotADirectoryError, IsADirectoryError, ValueError):
-        return {}
-
-
 def without_index_columns(table: pa.Table) -> pa.Table:
     """``table`` without the columns pandas adds for an unnamed index."""
     extra = [name for name in table.column_names if name.startswith(INDEX_PREFIX)]
@@ -312,16 +233,6 @@ def fingerprint_stored(table: pa.Table, writer: str | None, view: pa.Table | Non
 
 
 def stored_writer_notes(path: Any) -> dict[str, str]:
-    """The writer's notes: a folder's sidecar, or a single file's Parquet footer."""
-    notes = read_sidecar(path)
-    if notes:
-        return notes
-    try:
-        if is_local(path):
-            metadata = pq.read_metadata(str(path))
-        else:
-            with path.fs.open(path.path, "rb") as handle:
-                metadata = pq.read_metadata(handle)
-    except Exception:  # a folder without sidecar, or not Parquet: nothing is known
-        return {}
-    return _footer_notes(metadata)
+    """The writer's notes of the materialisation at ``path`` (a UPath): a folder's sidecar, or
+    a single file's Parquet footer."""
+    return stored_notes(*file_system_of(path, {}))

@@ -1,4 +1,7 @@
-"""What a frame library's handler offers the IO manager: stage a write, commit it, load a read.
+"""What a frame library's handler offers a storage: stage a write, commit it, load a read.
+
+Every handler gets the same :class:`TableSlice`, as Dagster's ``DbIOManager`` type handlers do:
+where the rows are kept and which partition of them, never the IO manager's own layout.
 
 A write is staged first (converted, or for Spark written to a temporary folder), hashed and
 checked against the asset's expectations, and only then committed into place, so a write that
@@ -14,16 +17,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from ubunye_core.materialisations.stored import (
-    SIDECAR_NAME as SIDECAR_NAME,  # where handlers look for it
-)
 from ubunye_dagster.expectations import RuleCounter
 from ubunye_rows.hashing.digest import Fingerprint
-
-#: Parquet footer / sidecar keys that say who wrote a materialisation and what it hashed to.
-WRITER_KEY = "ubunye.writer"
-DATA_HASH_KEY = "ubunye.data_hash"
-SCHEMA_HASH_KEY = "ubunye.schema_hash"
 
 
 def type_is(cls: type, library: str, names: Sequence[str]) -> bool:
@@ -33,6 +28,23 @@ def type_is(cls: type, library: str, names: Sequence[str]) -> bool:
         if module == library and klass.__name__ in names:
             return True
     return False
+
+
+#: Asset metadata naming the column (or, per dimension, the columns) holding the partition key.
+PARTITION_EXPR = "partition_expr"
+
+
+@dataclass(frozen=True)
+class TableSlice:
+    """The rows one handler stages or loads: where the storage keeps them, and which partition."""
+
+    #: Where: a UPath (a Parquet file or folder, a Delta table), or the storage's own name for it.
+    location: Any
+    #: The partition key (a multi-partition key keeps its dimensions); None when unpartitioned.
+    partition_key: Any = None
+    #: The asset's ``partition_expr`` metadata: the column (or, per dimension, the columns)
+    #: holding the partition key, for a storage that selects a partition's rows by value.
+    partition_expr: Any = None
 
 
 @dataclass
@@ -133,7 +145,7 @@ class LoadedFrame:
 
 
 class FrameHandler(ABC):
-    """One frame library's way to stage writes and load reads, through Parquet."""
+    """One frame library's way to stage writes and load reads (Parquet unless it says)."""
 
     #: The handler's name, also written beside the data as its writer (``pandas``, ``spark``...).
     kind: ClassVar[str]
@@ -151,12 +163,12 @@ class FrameHandler(ABC):
         return self.accepts_type(type(obj))
 
     @abstractmethod
-    def stage(self, obj: Any, path: Any, context: Any) -> StagedWrite:
-        """Prepare ``obj`` to be written at ``path`` (a UPath); nothing is visible there yet."""
+    def stage(self, obj: Any, where: TableSlice, context: Any) -> StagedWrite:
+        """Prepare ``obj`` to be written as ``where``; nothing is visible there yet."""
 
     @abstractmethod
     def load(
-        self, path: Any, context: Any, as_type: type | None = None, digest_with: str | None = None
+        self, where: TableSlice, context: Any, as_type: Any = None, digest_with: str | None = None
     ) -> LoadedFrame:
-        """Read the materialisation at ``path`` as this handler's frame (``as_type`` when given);
+        """Read the rows of ``where`` as this handler's frame (``as_type`` when given);
         with ``digest_with`` (a byte digest algorithm) also digest the stored bytes."""

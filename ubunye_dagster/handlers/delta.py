@@ -1,8 +1,8 @@
 """pandas, pyarrow and polars frames stored as Delta Lake tables: every write a new version.
 
 One table per asset. A partition's write replaces only the rows its predicate selects (the
-asset's ``partition_expr`` metadata names the column holding the partition key, as in
-dagster-deltalake), so the other partitions stay. The step's ``source_version`` names the table
+slice's ``partition_expr``, the asset's metadata, names the column holding the partition key, as
+in dagster-deltalake), so the other partitions stay. The step's ``source_version`` names the table
 version written, so a diff can read that version back later.
 """
 
@@ -23,27 +23,25 @@ from ubunye_core.materialisations.delta import (
     read_delta_version,
     write_delta,
 )
-from ubunye_dagster.handlers import arrow_files
+from ubunye_core.materialisations.stored import DATA_HASH_KEY, SCHEMA_HASH_KEY, WRITER_KEY
+from ubunye_core.paths import is_local
+from ubunye_dagster.handlers import arrow_files, handler_for_kind, handler_for_type
 from ubunye_dagster.handlers.arrow_backed import ArrowBackedHandler, ArrowRows
 from ubunye_dagster.handlers.base import (
-    DATA_HASH_KEY,
-    SCHEMA_HASH_KEY,
-    WRITER_KEY,
+    PARTITION_EXPR,
     FrameHandler,
     LoadedFrame,
     RowsOf,
     StagedWrite,
+    TableSlice,
 )
 
-#: Asset metadata naming the column (or, per dimension, the columns) holding the partition key.
-PARTITION_EXPR = "partition_expr"
 
-
-def partition_predicate(metadata: Mapping[str, Any], partition_key: Any) -> str | None:
+def partition_predicate(where: TableSlice) -> str | None:
     """The SQL predicate selecting one partition's rows; None for an unpartitioned asset."""
+    partition_key, expr = where.partition_key, where.partition_expr
     if partition_key is None:
         return None
-    expr = metadata.get(PARTITION_EXPR)
     by_dimension = getattr(partition_key, "keys_by_dimension", None)
     if by_dimension is not None:
         if not isinstance(expr, Mapping) or set(expr) != set(by_dimension):
@@ -124,29 +122,20 @@ class DeltaHandler(FrameHandler):
     def accepts_type(self, cls: type) -> bool:
         return self.inner.accepts_type(cls)
 
-    def stage(self, obj: Any, path: Any, context: Any) -> StagedWrite:
-        return self.stage_partition(obj, path, context, None)
-
-    def stage_partition(self, obj: Any, path: Any, context: Any, partition_key: Any) -> StagedWrite:
-        """Stage ``obj`` as the next version of the table at ``path`` (of one partition's rows)."""
-        predicate = partition_predicate(context.definition_metadata or {}, partition_key)
+    def stage(self, obj: Any, where: TableSlice, context: Any) -> StagedWrite:
+        """Stage ``obj`` as the next version of the table (of the slice's partition's rows)."""
+        predicate = partition_predicate(where)
         table = self.inner.to_arrow(obj)
-        return DeltaStagedWrite(table, path, self.kind, predicate, self.storage_options)
+        return DeltaStagedWrite(table, where.location, self.kind, predicate, self.storage_options)
 
     def load(
-        self, path: Any, context: Any, as_type: type | None = None, digest_with: str | None = None
+        self, where: TableSlice, context: Any, as_type: Any = None, digest_with: str | None = None
     ) -> LoadedFrame:
-        # A Delta table keeps no byte digest: its reads are proven by hashing the rows.
-        return self.load_partition(path, context, as_type, None)
-
-    def load_partition(
-        self, path: Any, context: Any, as_type: type | None, partition_key: Any
-    ) -> LoadedFrame:
-        """The latest version of the table at ``path`` (one partition's rows) as this handler's
-        frame, hashed under its writer's rules."""
-        upstream = getattr(context, "upstream_output", None)
-        metadata = (upstream.definition_metadata if upstream is not None else None) or {}
-        predicate = partition_predicate(metadata, partition_key)
+        """The latest version of the table (the slice's partition's rows) as this handler's
+        frame, hashed under its writer's rules. A Delta table keeps no byte digest: its reads
+        are proven by hashing the rows."""
+        path = where.location
+        predicate = partition_predicate(where)
         started = time.perf_counter()
         commits = commit_history(str(path), self.storage_options)
         version = int(commits[0]["version"]) if commits else latest_version(str(path))
@@ -182,10 +171,28 @@ def delta_handlers(
 def is_delta_table(path: Any) -> bool:
     """True when a Delta table (its ``_delta_log``) is at ``path`` (a UPath)."""
     log = path / "_delta_log"
-    return bool(log.fs.exists(log.path if not arrow_files.is_local(log) else str(log)))
+    return bool(log.fs.exists(log.path if not is_local(log) else str(log)))
 
 
 def delta_writer(path: Any, storage_options: Mapping[str, Any]) -> str | None:
     """Who wrote the newest version of the Delta table at ``path``."""
     version = latest_version(str(path), storage_options)
     return commit_notes(commit_info(str(path), version, storage_options)).get(WRITER_KEY)
+
+
+def load_delta_table(
+    where: TableSlice,
+    handlers: Sequence[FrameHandler],
+    context: Any,
+    wanted: Any,
+    storage_options: Mapping[str, Any],
+) -> tuple[DeltaHandler, LoadedFrame]:
+    """The Delta table of ``where`` loaded by the handler of ``wanted``, else of its
+    writer; TypeError when that handler reads Parquet, not Delta tables."""
+    handler = handler_for_type(handlers, wanted) if wanted is not None else None
+    if handler is None:
+        writer = delta_writer(where.location, storage_options)
+        handler = handler_for_kind(handlers, writer) or handlers[0]
+    if not isinstance(handler, DeltaHandler):
+        raise TypeError(f"{where.location} is a Delta table; {handler.kind} frames read Parquet")
+    return handler, handler.load(where, context, wanted)

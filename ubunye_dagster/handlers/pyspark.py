@@ -15,18 +15,22 @@ from contextlib import contextmanager, suppress
 from typing import Any
 
 from ubunye_core.materialisations.byte_digest import bytes_digest, folder_digest
-from ubunye_dagster import dagster_internals as internals
-from ubunye_dagster.expectations import RuleCounter
-from ubunye_dagster.handlers import arrow_files
-from ubunye_dagster.handlers.base import (
+from ubunye_core.materialisations.stored import (
     DATA_HASH_KEY,
     SCHEMA_HASH_KEY,
     SIDECAR_NAME,
     WRITER_KEY,
+)
+from ubunye_core.paths import is_local
+from ubunye_dagster import dagster_internals as internals
+from ubunye_dagster.expectations import RuleCounter
+from ubunye_dagster.handlers import arrow_files
+from ubunye_dagster.handlers.base import (
     FrameHandler,
     LoadedFrame,
     RowsOf,
     StagedWrite,
+    TableSlice,
     type_is,
 )
 from ubunye_rows.hashing import fingerprint
@@ -184,7 +188,7 @@ class SparkStagedWrite(RowsOf, StagedWrite):
             self.bytes_hash = folder_digest(self.staged.fs, arrow_files.native_path(self.staged))
             sidecar = self.staged / SIDECAR_NAME
             sidecar.write_text(json.dumps(dict(notes), sort_keys=True))
-            if arrow_files.is_local(self.path):
+            if is_local(self.path):
                 arrow_files.replace_local(str(self.staged), str(self.path))
             else:
                 # An object store has no atomic folder rename: the old folder goes, then the
@@ -212,15 +216,16 @@ class SparkHandler(FrameHandler):
     def accepts_type(self, cls: type) -> bool:
         return type_is(cls, "pyspark", ("DataFrame",))
 
-    def stage(self, obj: Any, path: Any, context: Any) -> StagedWrite:
-        return SparkStagedWrite(obj, path)
+    def stage(self, obj: Any, where: TableSlice, context: Any) -> StagedWrite:
+        return SparkStagedWrite(obj, where.location)
 
     def load(
-        self, path: Any, context: Any, as_type: type | None = None, digest_with: str | None = None
+        self, where: TableSlice, context: Any, as_type: Any = None, digest_with: str | None = None
     ) -> LoadedFrame:
+        path = where.location
         spark = session_for(context, self.resource_key)
         started = time.perf_counter()
-        if arrow_files.is_local(path) and not path.exists():
+        if is_local(path) and not path.exists():
             raise FileNotFoundError(f"no materialisation at {path}")
         df = spark.read.parquet(spark_uri(path))
         index_columns = [name for name in df.columns if name.startswith(arrow_files.INDEX_PREFIX)]

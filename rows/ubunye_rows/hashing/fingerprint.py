@@ -15,7 +15,7 @@ from ubunye_rows.hashing.digest import (
 )
 from ubunye_rows.hashing.lanes import bucket_totals_lanes
 from ubunye_rows.hashing.table_lanes import table_buckets
-from ubunye_rows.hashing.types import schema_pairs
+from ubunye_rows.hashing.types import refuse_duplicate_names, schema_pairs
 
 
 def arrow_schema_pairs(table: Any) -> list[tuple[str, str]]:
@@ -37,10 +37,8 @@ def arrow_fingerprint_or_raise(data: Any) -> Fingerprint:
     """The fingerprint of an Arrow table or record batch; raises when a row cannot be written."""
     table = _as_table(data)
     pairs = arrow_schema_pairs(table)
+    refuse_duplicate_names(table.column_names)
     names = sorted(table.column_names)
-    if len(set(names)) != len(names):
-        duplicates = sorted({n for n in names if names.count(n) > 1})
-        raise ValueError(f"the table has duplicate column names {duplicates}")
     kinds = dict(pairs)
     from ubunye_rows.sketch import Sketch
 

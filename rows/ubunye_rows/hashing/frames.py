@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from ubunye_rows.hashing.types import refuse_duplicate_names
+
 if TYPE_CHECKING:
     import pyarrow as pa
 
@@ -72,10 +74,7 @@ def pandas_to_arrow(frame: Any, time_zone: str | None = None) -> pa.Table:
     if not isinstance(frame, pd.DataFrame):
         raise TypeError(f"expected a pandas DataFrame, not {type(frame).__name__}")
     zone = time_zone or DEFAULT_TIME_ZONE
-    duplicated = frame.columns.duplicated()
-    if duplicated.any():
-        names = sorted({str(c) for c in frame.columns[duplicated]})
-        raise ValueError(f"the frame has duplicate column names {names}")
+    refuse_duplicate_names(frame.columns)
     if any(name is not None for name in frame.index.names):
         frame = frame.reset_index()
     if len(frame.columns) == 0:

@@ -1,7 +1,8 @@
 """Lane sums of canonical lines: each line's SHA-256, bytes 0..8 and 8..16 summed modulo 2**64.
 
 Two engines give the same sums. The native kernel (``ubunye_rows._kernel``) hashes an Arrow
-array on several cores without the GIL; it is used when it imports. Otherwise ``hashlib``
+array on several cores without the GIL; it is used when it imports and ``UBUNYE_HASH_KERNEL``
+(``ubunye_rows.hashing.native``) is not ``python``. Otherwise ``hashlib``
 hashes one line at a time straight from Arrow's buffers (one core: a short line's hash holds
 the GIL). ``UBUNYE_HASH_THREADS`` caps the threads hashing may use; :func:`sum_slices_lanes`
 builds and hashes slices of a table on that many threads.
@@ -26,11 +27,6 @@ if TYPE_CHECKING:
 #: Setting (environment variable) for the number of threads hashing may use; default: the
 #: usable cores. The digest never depends on it.
 HASH_THREADS_ENV = "UBUNYE_HASH_THREADS"
-
-#: Setting that picks the lane engine: ``auto`` (default), ``kernel`` or ``hashlib``.
-HASH_ENGINE_ENV = "UBUNYE_HASH_ENGINE"
-
-ENGINES = ("kernel", "hashlib")
 
 _Slice = TypeVar("_Slice")
 
@@ -89,17 +85,9 @@ def _thread_count(threads: int | None) -> int:
 
 
 def lane_engine() -> str:
-    """The engine ``sum_line_lanes`` uses: the setting, else the native kernel when it imports."""
-    wanted = os.environ.get(HASH_ENGINE_ENV, "auto").strip().lower() or "auto"
-    if wanted not in ("auto", *ENGINES):
-        raise ValueError(f"{HASH_ENGINE_ENV} must be auto, kernel or hashlib, not {wanted!r}")
-    if wanted == "hashlib":
-        return "hashlib"
-    if native.kernel() is not None:
-        return "kernel"
-    if wanted == "kernel":
-        raise ImportError(f"{HASH_ENGINE_ENV}=kernel but {native.INSTALL_COMMAND} is missing")
-    return "hashlib"
+    """The engine ``sum_line_lanes`` uses: ``kernel`` when ``native.kernel`` gives it (the
+    ``UBUNYE_HASH_KERNEL`` setting decides), else ``hashlib``."""
+    return "kernel" if native.kernel() is not None else "hashlib"
 
 
 def sum_line_lanes(

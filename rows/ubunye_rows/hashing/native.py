@@ -23,9 +23,14 @@ if TYPE_CHECKING:
 #: The one command that installs the kernel (a wheel, or a build from source with Rust).
 INSTALL_COMMAND = "pip install ubunye-rows  (from a clone: pip install ./rows)"
 
-#: Setting: ``auto`` (default) uses the kernel when it imports; ``python`` always takes the
-#: Python path (the specification), e.g. to compare the two.
+#: The one setting for the kernel: ``auto`` (default) uses it when it imports; ``native`` requires
+#: it (ImportError when it is missing); ``python`` never uses it: the Python path (the
+#: specification) builds every line and ``hashlib`` hashes it, e.g. to compare the two.
 KERNEL_ENV = "UBUNYE_HASH_KERNEL"
+KERNEL_SETTINGS = ("auto", "native", "python")
+#: The setting ``KERNEL_ENV`` replaced (it chose the engine for prebuilt lines alone); set, it
+#: is an error naming the new one, so no bench or test quietly measures another path.
+RETIRED_ENGINE_ENV = "UBUNYE_HASH_ENGINE"
 
 #: How often the Python path stood in: ``columns`` written by it, ``tables`` hashed by it whole
 #: (``panics``: of those, after a kernel panic; ``unavailable``: the extension did not import).
@@ -60,15 +65,32 @@ def _import_kernel() -> ModuleType | None:
     return _state["module"]
 
 
-def kernel() -> ModuleType | None:
-    """The kernel module, or None when the setting asks for the Python path or it is missing."""
+def kernel_setting() -> str:
+    """``UBUNYE_HASH_KERNEL`` as one of ``KERNEL_SETTINGS``; a ValueError for any other value or
+    when the retired ``UBUNYE_HASH_ENGINE`` is set."""
+    retired = os.environ.get(RETIRED_ENGINE_ENV, "").strip()
+    if retired:
+        raise ValueError(
+            f"{RETIRED_ENGINE_ENV} is no longer read; {KERNEL_ENV} is the one setting: "
+            f"{KERNEL_ENV}=python for hashlib and the Python path, {KERNEL_ENV}=native to require "
+            f"the kernel (found {RETIRED_ENGINE_ENV}={retired!r})"
+        )
     wanted = os.environ.get(KERNEL_ENV, "auto").strip().lower() or "auto"
-    if wanted not in ("auto", "python"):
-        raise ValueError(f"{KERNEL_ENV} must be auto or python, not {wanted!r}")
+    if wanted not in KERNEL_SETTINGS:
+        raise ValueError(f"{KERNEL_ENV} must be auto, native or python, not {wanted!r}")
+    return wanted
+
+
+def kernel() -> ModuleType | None:
+    """The kernel module, or None when the setting asks for the Python path or it is missing
+    (an ImportError when the setting requires it)."""
+    wanted = kernel_setting()
     if wanted == "python":
         return None
     module = _import_kernel()
     if module is None:
+        if wanted == "native":
+            raise ImportError(f"{KERNEL_ENV}=native but the kernel is missing: {INSTALL_COMMAND}")
         fallbacks["unavailable"] += 1
     return module
 

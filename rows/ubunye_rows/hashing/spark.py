@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 from ubunye_rows.hashing.digest import LANE_MASK, Fingerprint
 from ubunye_rows.hashing.spark_arrow import WorkerCannotWriteLine
-from ubunye_rows.hashing.types import UnsupportedTypeError
+from ubunye_rows.hashing.types import UnsupportedTypeError, refuse_duplicate_names
 
 if TYPE_CHECKING:
     from ubunye_rows.sketch import Sketch
@@ -175,7 +175,7 @@ def spark_sketch(df: Any) -> Sketch:
     if engine != "jvm":
         from ubunye_rows.hashing.spark_arrow import arrow_worker_bucket_rows
 
-        _refuse_duplicate_names(df.columns)
+        refuse_duplicate_names(df.columns)
         try:
             rows = arrow_worker_bucket_rows(df, pairs, PIECE_SHIFTS, PIECE_BITS)
         except Exception as exc:
@@ -236,7 +236,7 @@ def spark_canonical_lines(df: Any) -> Any:
     from pyspark.sql import functions as F
 
     fields = df.schema.fields
-    _refuse_duplicate_names([field.name for field in fields])
+    refuse_duplicate_names([field.name for field in fields])
     positional = df.toDF(*[f"_c{index}" for index in range(len(fields))])
     order = sorted(range(len(fields)), key=lambda index: fields[index].name)
     columns = [
@@ -314,10 +314,3 @@ def _lane_piece(lane: Any, shift: int, bits: int) -> Any:
     from pyspark.sql import functions as F
 
     return F.shiftrightunsigned(lane, shift).bitwiseAND(F.lit((1 << bits) - 1))
-
-
-def _refuse_duplicate_names(names: Sequence[str]) -> None:
-    seen: set[str] = set()
-    duplicates = sorted({name for name in names if name in seen or seen.add(name)})
-    if duplicates:
-        raise ValueError(f"rows-v1 needs unique column names; duplicated: {duplicates}")

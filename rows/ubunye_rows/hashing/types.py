@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -10,6 +11,16 @@ if TYPE_CHECKING:
 
 class UnsupportedTypeError(TypeError):
     """A column type rows-v1 has no canonical name (and so no canonical text) for."""
+
+
+def refuse_duplicate_names(names: Iterable[Any]) -> None:
+    """A ValueError naming every column name given more than once: rows-v1 orders a row's
+    members by column name, so each name must be unique (on every engine)."""
+    seen: set[Any] = set()
+    duplicated = {name for name in names if name in seen or seen.add(name)}
+    if duplicated:
+        listed = sorted(str(name) for name in duplicated)
+        raise ValueError(f"rows-v1 needs unique column names; duplicated: {listed}")
 
 
 def _scalar_names() -> list[tuple[object, str]]:

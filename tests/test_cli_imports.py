@@ -1,0 +1,67 @@
+"""The command line loads only what a command needs: its help and a search of a local store load
+none of the heavy libraries, a listing of a local store only the table printer (it prints the
+indexed documents, no record model)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from ubunye_core.records.model import RunRecord
+from ubunye_core.store import LineageStore
+
+# Runs no Dagster: CI runs it on the newest Dagster only (tests/test_code_shape.py checks).
+pytestmark = pytest.mark.dagster_free
+
+REPO = Path(__file__).resolve().parent.parent
+HEAVY = {"pydantic", "fsspec", "upath", "rich", "pandas", "pyarrow", "polars", "dagster"}
+
+# A fresh interpreter runs the command and prints the heavy top-level packages it imported.
+_PROBE = f"""
+import io, json, sys
+from contextlib import redirect_stdout
+from ubunye_core.cli import main
+with redirect_stdout(io.StringIO()):
+    code = main(sys.argv[1:])
+heavy = sorted({{name.split(".")[0] for name in sys.modules}} & set({sorted(HEAVY)!r}))
+print(json.dumps({{"code": code, "heavy": heavy}}))
+"""
+
+
+def heavy_imports(args: list[str], cwd: Path) -> dict:
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), str(REPO / "rows")])}
+    found = subprocess.run(
+        [sys.executable, "-c", _PROBE, *args],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return json.loads(found.stdout.splitlines()[-1])
+
+
+def test_help_imports_none_of_the_heavy_libraries(tmp_path):
+    assert heavy_imports(["--help"], tmp_path) == {"code": 0, "heavy": []}
+
+
+def test_list_of_a_local_store_imports_only_the_table_printer(tmp_path):
+    store = LineageStore.for_usecase_dir(tmp_path)
+    store.save(RunRecord(run_id="r1", usecase="shop", package="sales", task_name="daily",
+                         started_at="2026-01-01T00:00:00Z", status="success"))  # fmt: skip
+    args = ["lineage", "list", "-u", "shop", "-p", "sales", "-t", "daily"]
+    assert heavy_imports(args, tmp_path) == {"code": 0, "heavy": ["rich"]}
+
+
+@pytest.mark.parametrize("as_json", [False, True], ids=["lines", "json"])
+def test_a_search_of_a_local_store_imports_none_of_the_heavy_libraries(tmp_path, as_json):
+    store = LineageStore.for_usecase_dir(tmp_path)
+    store.save(RunRecord(run_id="r1", usecase="shop", package="sales", task_name="daily",
+                         started_at="2026-01-01T00:00:00Z", status="error"))  # fmt: skip
+    args = ["lineage", "search", "--status", "error", *(["--json"] if as_json else [])]
+    assert heavy_imports(args, tmp_path) == {"code": 0, "heavy": []}
