@@ -163,6 +163,7 @@ def judge_pending_materialisations(
     latest: dict[tuple[dg.AssetKey, str | None], tuple[dg.EventLogRecord, drift.DriftEvidence]] = {}
     records_cache: dict[str, RunRecord | None] = {}
     last_looked_at = cursor.after_storage_id
+    reported = _already_reported(instance, pending, cursor.after_storage_id)
     for index, record in enumerate(pending):
         if (
             index > 0
@@ -172,6 +173,12 @@ def judge_pending_materialisations(
             break
         last_looked_at = record.storage_id
         values = metadata_values(record)
+        if record.storage_id in reported:
+            # Judged by a tick whose verdicts were stored but not its cursor (the daemon ended
+            # in between): remembered as the next one's predecessor, not judged or told again.
+            receipt = receipt_from(values, tags_of(record), settings, records_cache, [])
+            latest[(_asset_key(record), record.partition_key)] = (record, receipt)
+            continue
         if asset_keys is None and not drift.carries_ubunye_metadata(values):
             # Remembered all the same: a later receipt's predecessor is this record, as it
             # would be if looked up in the event log.
@@ -506,6 +513,19 @@ def _pending_records(
         found.extend(result.records)
     found.sort(key=lambda record: record.storage_id)
     return found[:limit]
+
+
+def _already_reported(
+    instance: dg.DagsterInstance, pending: Sequence[dg.EventLogRecord], after_storage_id: int
+) -> set[int]:
+    """The pending materialisations a sensor has already reported a `ubunye_reproducible`
+    verdict of (the daemon reports a tick's verdicts before it stores the tick's cursor)."""
+    keys = {_asset_key(record) for record in pending}
+    found: set[int] = set()
+    for key in keys:
+        check_key = dg.AssetCheckKey(key, CHECK_NAME)
+        found |= internals.storage_ids_judged_outside_runs(instance, check_key, after_storage_id)
+    return found
 
 
 def _judge_record(
