@@ -18,7 +18,6 @@ import importlib.util
 import json
 import logging
 import os
-import re
 import signal
 import subprocess
 import time
@@ -57,6 +56,7 @@ pytestmark = [
 REPO = Path(__file__).resolve().parent.parent
 LOCATION_FILE = REPO / "tests" / "locations" / "deployed_shop.py"
 DOC = REPO / "docs" / "deployment.md"
+EXAMPLES_SCRIPT = REPO / "scripts" / "deployment_examples.py"
 WRITE_DOCS_ENV = "UBUNYE_WRITE_DEPLOYMENT_DOCS"
 LOCATION = "deployed_shop"
 SENSOR = "ubunye_drift_sensor"
@@ -125,14 +125,15 @@ class Deployment:
         return [r for r in found.records if run_id is None or r.run_id == run_id]
 
     def sensor_judgements(self, asset: str) -> list[dict[str, Any]]:
-        """The drift sensor's evaluations of the asset's check (the in-step check's carry no
-        storage id): each with its target storage id, run id and whether it passed."""
+        """The drift sensor's evaluations of the asset's check (reported outside any run, where
+        the check's own step and the in-step check report in theirs): each with its target
+        storage id, run id and whether it passed."""
         answer = self.web.ask(CHECK_EXECUTIONS, {"key": {"path": [asset]}, "check": CHECK})
         judged = []
         for execution in answer["assetCheckExecutions"]:
             evaluation = execution["evaluation"] or {}
             entries = {e["label"]: e.get("text") for e in evaluation.get("metadataEntries", [])}
-            if "ubunye/storage_id" in entries:
+            if not execution["runId"] and "ubunye/storage_id" in entries:
                 target = evaluation["targetMaterialization"]
                 judged.append(
                     {"storage_id": int(target["storageId"]), "run_id": target["runId"],
@@ -539,4 +540,31 @@ def test_the_cli_in_another_process_reads_the_digests_the_runs_recorded(
             assert document["outputs"][0]["data_hash"] == data_hash(record), asset
     deployment.shown["trace"] = deployment.cli(
         "lineage", "trace", "--asset", "order_totals", "-d", root, "--run-id", first
+    )
+
+
+# 8. What docs/deployment.md shows is what this run printed.
+
+
+def deployment_examples():
+    """scripts/deployment_examples.py: the page's blocks, compared or rewritten."""
+    spec = importlib.util.spec_from_file_location("deployment_examples", EXAMPLES_SCRIPT)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_deployment_page_shows_the_dagster_yaml_and_the_outputs_of_this_run(
+    deployment: Deployment,
+) -> None:
+    fresh = {**deployment.shown, "dagster-yaml": deployment.instance_yaml}
+    collected = deployment.folder / "outputs.json"
+    collected.write_text(json.dumps(fresh, indent=2, sort_keys=True), encoding="utf-8")
+    examples = deployment_examples()
+    if os.environ.get(WRITE_DOCS_ENV):
+        DOC.write_text(examples.rewritten(DOC.read_text(encoding="utf-8"), fresh), encoding="utf-8")
+    problems = examples.disagreements(DOC.read_text(encoding="utf-8"), fresh)
+    assert not problems, (
+        f"docs/deployment.md and this run disagree (the run's outputs: {collected}; "
+        f"{WRITE_DOCS_ENV}=1 rewrites the page):\n" + "".join(problems)
     )
