@@ -108,18 +108,13 @@ class ServiceProcess:
         grace."""
         process, self.process = self.process, None
         groups, self.groups = self.groups, []
-        for group in groups:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(group, signal.SIGTERM)
-        if process is not None:
-            with contextlib.suppress(subprocess.TimeoutExpired):
-                process.wait(timeout=grace_seconds)
-        for group in groups:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(group, signal.SIGKILL)
-        if process is not None:
-            with contextlib.suppress(subprocess.TimeoutExpired):
-                process.wait(timeout=grace_seconds)
+        for sent in (signal.SIGTERM, signal.SIGKILL):
+            for group in groups:
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(group, sent)
+            if process is not None:
+                with contextlib.suppress(subprocess.TimeoutExpired):
+                    process.wait(timeout=grace_seconds)
 
     def log_tail(self, characters: int = 4000) -> str:
         """The end of the command's output, for error messages."""
