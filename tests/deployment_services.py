@@ -12,6 +12,7 @@ import os
 import signal
 import subprocess
 import time
+import urllib.error
 import urllib.request
 from collections.abc import Iterator, Mapping
 from pathlib import Path
@@ -160,8 +161,12 @@ class Webserver(DagsterDev):
         request = urllib.request.Request(
             f"{self.url}/graphql", data=body, headers={"Content-Type": "application/json"}
         )
-        with urllib.request.urlopen(request, timeout=60) as response:
-            payload = json.loads(response.read().decode("utf-8"))
+        try:
+            with urllib.request.urlopen(request, timeout=60) as response:
+                payload = json.loads(response.read().decode("utf-8"))
+        except urllib.error.HTTPError as refused:
+            detail = refused.read().decode("utf-8", errors="replace")[:2000]
+            raise WebserverError(f"HTTP {refused.code} from GraphQL: {detail}") from refused
         if payload.get("errors"):
             raise WebserverError(f"GraphQL errors: {payload['errors']}")
         return payload["data"]

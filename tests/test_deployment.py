@@ -42,6 +42,7 @@ from deployment_services import (
 from object_store import moto_s3
 from postgres_cluster import PostgresCluster, postgres_available, postgres_cluster
 
+from example_project.webserver import WebserverError
 from ubunye_core.locations import STORAGE_OPTIONS_ENV, StoreAccess
 from ubunye_core.store import LineageStore
 
@@ -452,10 +453,27 @@ def test_a_daemon_killed_mid_way_and_restarted_resumes_from_its_cursor_judging_e
 # 5. PostgreSQL restarted between runs.
 
 
+RUNS = "query Runs { runsOrError(limit: 1) { __typename } }"
+
+
+def webserver_reconnected(deployment: Deployment) -> bool:
+    """Whether the webserver answers a read of each storage (runs, events, ticks). It holds a
+    pooled connection to PostgreSQL per storage; after a restart the first query on each fails
+    once ("server closed the connection unexpectedly"), and SQLAlchemy then drops the pool."""
+    try:
+        deployment.web.ask(RUNS)
+        deployment.sensor_judgements("big_orders")
+        deployment.ticks()
+    except WebserverError:
+        return False
+    return True
+
+
 def test_after_postgres_restarts_the_next_run_and_the_sensor_still_work(
     deployment: Deployment,
 ) -> None:
     deployment.pg.restart()
+    wait_for("the webserver reconnecting", lambda: webserver_reconnected(deployment), 60)
     run_id = deployment.launch("big")
     deployment.runs["big"] = run_id
     assert deployment.finish(run_id) == "SUCCESS", deployment.daemon.log_tail()
