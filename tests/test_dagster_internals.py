@@ -5,6 +5,7 @@ A Dagster upgrade that moves one of them fails here, by name, before records sil
 
 from __future__ import annotations
 
+import time
 import warnings
 from pathlib import Path
 
@@ -337,7 +338,13 @@ def test_the_check_executions_still_name_the_materialisations_a_sensor_judged():
                 )
             )  # fmt: skip
         first, second, third = (record.storage_id for record in records)
-        judged = internals.storage_ids_judged_outside_runs
-        assert judged(instance, check_key, first) == {second, third}
-        assert judged(instance, check_key, second) == {third}
-        assert judged(instance, check_key, third) == set()
+        since = records[0].timestamp - 1
+
+        def judged(after: int, not_before: float = since) -> set[int]:
+            return internals.storage_ids_judged_outside_runs(instance, check_key, after, not_before)
+
+        assert judged(first) == {second, third}
+        assert judged(second) == {third}
+        assert judged(third) == set()
+        # Executions older than the timestamp are never read: nothing before it is a verdict.
+        assert judged(first, not_before=time.time() + 60) == set()

@@ -461,13 +461,17 @@ RUNLESS_RUN_ID = ""
 
 
 def storage_ids_judged_outside_runs(
-    instance: dg.DagsterInstance, check_key: dg.AssetCheckKey, after_storage_id: int
+    instance: dg.DagsterInstance,
+    check_key: dg.AssetCheckKey,
+    after_storage_id: int,
+    not_before_timestamp: float,
 ) -> set[int]:
     """The storage ids after ``after_storage_id`` of the materialisations that an evaluation of
     the check reported outside any run (a sensor's) targets.
 
     Executions are read newest first, a page at a time, until a sensor's evaluation of a
-    materialisation at or before ``after_storage_id``: a sensor judges in storage-id order.
+    materialisation at or before ``after_storage_id`` (a sensor judges in storage-id order) or
+    one created before ``not_before_timestamp`` (older than anything it could be a verdict of).
     """
     found: set[int] = set()
     cursor: int | None = None
@@ -477,6 +481,8 @@ def storage_ids_judged_outside_runs(
             check_key, limit=page_size, cursor=cursor
         )
         for execution in page:
+            if execution.create_timestamp < not_before_timestamp:
+                return found
             target = _target_storage_id(execution.event)
             if execution.run_id != RUNLESS_RUN_ID or target is None:
                 continue

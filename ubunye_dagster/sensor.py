@@ -67,6 +67,9 @@ NOTHING_NEW = "no new materialisations"
 #: Flagged materialisations a tick's skip reason names one line each; its logs name them all.
 MAX_FLAGS_IN_SKIP_REASON = 20
 
+# How far a verdict's timestamp may trail its materialisation's across machines.
+VERDICT_CLOCK_SKEW_SECONDS = 300.0
+
 
 #: Severity of a failed check by drift reason: non-determinism is an error, the others a warning.
 SEVERITY_BY_REASON: Mapping[str, dg.AssetCheckSeverity] = {
@@ -520,11 +523,19 @@ def _already_reported(
 ) -> set[int]:
     """The pending materialisations a sensor has already reported a `ubunye_reproducible`
     verdict of (the daemon reports a tick's verdicts before it stores the tick's cursor)."""
-    keys = {_asset_key(record) for record in pending}
+    earliest: dict[dg.AssetKey, float] = {}
+    for record in pending:
+        key = _asset_key(record)
+        earliest[key] = min(earliest.get(key, record.timestamp), record.timestamp)
     found: set[int] = set()
-    for key in keys:
+    for key, timestamp in earliest.items():
         check_key = dg.AssetCheckKey(key, CHECK_NAME)
-        found |= internals.storage_ids_judged_outside_runs(instance, check_key, after_storage_id)
+        # A verdict is created after its materialisation; the margin absorbs clock skew between
+        # the step's machine and the daemon's, which stamp the two.
+        not_before = timestamp - VERDICT_CLOCK_SKEW_SECONDS
+        found |= internals.storage_ids_judged_outside_runs(
+            instance, check_key, after_storage_id, not_before
+        )
     return found
 
 
