@@ -2,7 +2,7 @@
 pandas assets run with UbunyeIOManager and with a plain Parquet UPathIOManager, alternating.
 
     python bench/multiprocess_bench.py [--assets 60] [--rows 2000] [--repeats 3]
-                                       [--start-method spawn|forkserver]
+                                       [--warmup-assets 3] [--start-method spawn|forkserver]
 
 Each measurement is one `dagster.execute_job` of the whole chain on the multiprocess executor
 (every step in its own process, Dagster's default `spawn` unless told otherwise; `forkserver`
@@ -12,15 +12,20 @@ upstream and returns it with one column changed. Printed: the machine, the media
 wall time and of a step's, the ratio, and where a step's time goes, from the run's own event
 timestamps: starting the step's process (worker starting to step start), loading the input
 (step start to input loaded), the IO manager's write (step output to output handled), the rest
-of the step, and the gap before the next step's process starts. The exit status is 1 when a
-recorded input digest is not its upstream's output digest.
+of the step, and the gap before the next step's process starts. A warm-up run of a short chain
+(``--warmup-assets``) on each side comes first, untimed. Then, in fresh interpreters, the imports
+each side's step process pays before its step starts (dagster, pandas, pyarrow, upath, and
+ubunye_dagster on our side), alternating. The load average is printed before and after. The
+exit status is 1 when a recorded input digest is not its upstream's output digest.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import resource
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -39,6 +44,8 @@ QUIET_LOGS = {"console": {"config": {"log_level": "WARNING"}}}
 PRELOADED = ["dagster", "pandas", "pyarrow", "ubunye_dagster", "multiprocess_bench"]
 #: Folder (under the bench's root) where each step's process leaves its CPU seconds.
 CPU_FOLDER = "step_cpu"
+#: What a step's process imports before its step starts, on both sides; ours adds ubunye_dagster.
+STEP_IMPORTS = "import dagster, pandas, pyarrow, upath"
 
 
 def step_cpu_hook(root: str) -> dg.HookDefinition:
@@ -172,8 +179,38 @@ def step_spans(instance: dg.DagsterInstance, run_id: str, root: str) -> dict[str
     return spans
 
 
+def reconstructable_chain(side: str, root: str, rows: int, count: int):
+    """The chain job as each step's process rebuilds it: by importing this module."""
+    return dg.build_reconstructable_job(
+        "multiprocess_bench",
+        "chain_job",
+        reconstructable_kwargs={"side": side, "root": root, "rows": rows, "count": count},
+        reconstructor_working_directory=str(HERE),
+    )
+
+
+def import_seconds(repeats: int) -> dict[str, tuple[float, float]]:
+    """Median wall and CPU seconds of a fresh interpreter doing each side's step imports,
+    alternating ``repeats`` times (CPU from the children's resource usage)."""
+    sources = {"plain": STEP_IMPORTS, "ubunye": f"{STEP_IMPORTS}, ubunye_dagster"}
+    found: dict[str, list[tuple[float, float]]] = {side: [] for side in sources}
+    for repeat in range(repeats):
+        for side in sorted(sources, reverse=repeat % 2 == 1):
+            before = resource.getrusage(resource.RUSAGE_CHILDREN)
+            started = time.perf_counter()
+            subprocess.run([sys.executable, "-c", sources[side]], check=True)
+            wall = time.perf_counter() - started
+            after = resource.getrusage(resource.RUSAGE_CHILDREN)
+            cpu = after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
+            found[side].append((wall, cpu))
+    return {
+        side: (statistics.median(w for w, _ in runs), statistics.median(c for _, c in runs))
+        for side, runs in found.items()
+    }
+
+
 def measure(args: argparse.Namespace) -> tuple[dict[str, list[float]], dict, list[str]]:
-    """Alternate the two sides ``repeats`` times after one warm-up round; returns each side's
+    """Alternate the two sides ``repeats`` times after a short warm-up chain; returns each side's
     run seconds, the median spans of a step per side, and every broken digest link."""
     from chain_bench import broken_links
 
@@ -186,43 +223,30 @@ def measure(args: argparse.Namespace) -> tuple[dict[str, list[float]], dict, lis
         tempfile.TemporaryDirectory() as folder,
         dg.DagsterInstance.local_temp(tempdir=folder) as instance,
     ):
-        jobs = {
-            side: dg.build_reconstructable_job(
-                "multiprocess_bench",
-                "chain_job",
-                reconstructable_kwargs={
-                    "side": side,
-                    "root": folder,
-                    "rows": args.rows,
-                    "count": args.assets,
-                },
-                reconstructor_working_directory=str(HERE),
-            )
-            for side in runs
-        }
-        for repeat in range(args.repeats + 1):
+        for side in runs:  # warms up the page cache and the first imports; not timed
+            warm_up = reconstructable_chain(side, folder, args.rows, args.warmup_assets)
+            timed_run(warm_up, instance, config)
+        jobs = {side: reconstructable_chain(side, folder, args.rows, args.assets) for side in runs}
+        for repeat in range(args.repeats):
             order = ["plain", "ubunye"] if repeat % 2 == 0 else ["ubunye", "plain"]
             for side in order:
                 seconds, run_id, result = timed_run(jobs[side], instance, config)
                 if side == "ubunye":
                     wrong += broken_links(result)
-                if repeat > 0:  # the first round warms up: the page cache, first imports
-                    runs[side].append(seconds)
-                    for name, values in step_spans(instance, run_id, folder).items():
-                        spans[side][name].extend(values)
+                runs[side].append(seconds)
+                for name, values in step_spans(instance, run_id, folder).items():
+                    spans[side][name].extend(values)
     return runs, spans, wrong
 
 
 def print_figures(args, runs: dict[str, list[float]], spans: dict, wrong: list[str]) -> None:
     """The medians, the ratio, and a step's spans side by side."""
-    from io_manager_bench import machine
-
     med = {side: statistics.median(values) for side, values in runs.items()}
-    print(machine())
     print(
         f"{args.assets} chained assets of {args.rows:,} rows on the multiprocess executor "
         f"(start method {args.start_method}), SQLite DagsterInstance in a temp dir, "
-        f"{args.repeats} alternating repeats (after one warm-up), medians:"
+        f"{args.repeats} alternating repeats (after a {args.warmup_assets}-asset warm-up), "
+        "medians:"
     )
     extra = (med["ubunye"] - med["plain"]) / args.assets * 1000
     print(
@@ -246,17 +270,43 @@ def print_figures(args, runs: dict[str, list[float]], spans: dict, wrong: list[s
         print(f"  DIFFERENT {line}")
 
 
+def print_imports(imports: dict[str, tuple[float, float]], repeats: int) -> None:
+    """What a fresh interpreter takes to import each side's step modules."""
+    (plain_wall, plain_cpu), (ours_wall, ours_cpu) = imports["plain"], imports["ubunye"]
+    print(
+        f"  a step process's imports in a fresh interpreter ({STEP_IMPORTS}; ours adds "
+        f"ubunye_dagster), medians of {repeats}:"
+    )
+    print(
+        f"    wall  plain {plain_wall * 1000:8.1f}   ubunye {ours_wall * 1000:8.1f}   "
+        f"({(ours_wall - plain_wall) * 1000:+.1f} ms)"
+    )
+    print(
+        f"    CPU   plain {plain_cpu * 1000:8.1f}   ubunye {ours_cpu * 1000:8.1f}   "
+        f"({(ours_cpu - plain_cpu) * 1000:+.1f} ms)"
+    )
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the chain on both sides, alternating, and print the figures."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--assets", type=int, default=60)
     parser.add_argument("--rows", type=int, default=2_000)
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--warmup-assets", type=int, default=3)
+    parser.add_argument("--import-repeats", type=int, default=5)
     parser.add_argument("--start-method", choices=["spawn", "forkserver"], default="spawn")
     args = parser.parse_args(argv)
     sys.path.insert(0, str(HERE))
+    from io_manager_bench import load_average, machine
+
+    print(machine())
+    print(f"before: {load_average()}", flush=True)
     runs, spans, wrong = measure(args)
+    imports = import_seconds(args.import_repeats)
     print_figures(args, runs, spans, wrong)
+    print_imports(imports, args.import_repeats)
+    print(f"after: {load_average()}")
     return 1 if wrong else 0
 
 
