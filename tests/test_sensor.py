@@ -468,6 +468,41 @@ def test_two_thousand_waiting_materialisations_are_judged_once_in_bounded_ticks(
     assert judged == expected
 
 
+def test_a_backlog_mostly_of_one_asset_is_judged_once_in_full_ticks():
+    # Twelve quiet assets take a small page each; the busy one is read on until a tick is full.
+    names = ["busy"] * 30 + [f"quiet_{n}" for n in range(12)] + ["busy"] * 30
+    with dg.DagsterInstance.ephemeral() as memory_instance:
+        expected = _report_runless_materialisations(
+            memory_instance, count=72, assets=1, names=names
+        )
+        judged = _judge_until_idle(
+            build_drift_sensor(None, max_events_per_tick=25), memory_instance, 25
+        )
+    assert judged == expected
+
+
+def test_a_tick_over_a_backlog_of_many_assets_reads_about_one_tick_of_materialisations(
+    monkeypatch,
+):
+    with dg.DagsterInstance.ephemeral() as memory_instance:
+        _report_runless_materialisations(memory_instance, count=400, assets=20)
+        fetched: list[int] = []
+        fetch = memory_instance.fetch_materializations
+
+        def counted(*args, **kwargs):
+            result = fetch(*args, **kwargs)
+            fetched.append(len(result.records))
+            return result
+
+        monkeypatch.setattr(memory_instance, "fetch_materializations", counted)
+        sensor = build_drift_sensor(None, max_events_per_tick=40)
+        data = tick(sensor, memory_instance, None, report=False)
+    assert len(data.asset_events) == 40
+    # Pages of about twice each asset's share of the tick, then one previous record per asset;
+    # not the tick's whole limit from each of the 20 assets (400 records).
+    assert sum(fetched) <= 3 * 40 + 20
+
+
 def test_with_no_time_budget_left_a_tick_still_judges_one_materialisation(instance):
     expected = _report_runless_materialisations(instance, count=4, assets=1)
     sensor = build_drift_sensor(None, tick_time_budget_seconds=0)
@@ -735,19 +770,23 @@ def shown(evaluation: dg.AssetCheckEvaluation) -> tuple[Any, ...]:
 
 
 def _report_runless_materialisations(
-    instance: dg.DagsterInstance, *, count: int, assets: int
+    instance: dg.DagsterInstance,
+    *,
+    count: int,
+    assets: int,
+    names: Sequence[str] | None = None,
 ) -> list[tuple[int, int | None]]:
-    """Report `count` materialisations over `assets` keys; return (storage id, previous id)."""
-    for index in range(count):
+    """Report `count` materialisations round-robin over `assets` keys (or of the asset `names`
+    gives for each, in order); return (storage id, previous id)."""
+    names = names or [f"asset_{index % assets}" for index in range(count)]
+    for index, name in enumerate(names):
         instance.report_runless_asset_event(
-            dg.AssetMaterialization(
-                f"asset_{index % assets}", metadata=receipt_metadata([index // assets % 3])
-            )
+            dg.AssetMaterialization(name, metadata=receipt_metadata([index // assets % 3]))
         )
     expected: list[tuple[int, int | None]] = []
-    for number in range(assets):
+    for name in dict.fromkeys(names):
         records = instance.fetch_materializations(
-            dg.AssetKey(f"asset_{number}"), limit=count, ascending=True
+            dg.AssetKey(name), limit=count, ascending=True
         ).records
         previous = [None, *(r.storage_id for r in records[:-1])]
         expected.extend(zip((r.storage_id for r in records), previous, strict=True))
