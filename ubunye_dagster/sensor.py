@@ -492,14 +492,15 @@ def _pending_records(
     per asset. See `_complete_prefix` for why the result is exactly the oldest overall.
     """
     asset_records = instance.get_asset_records(list(asset_keys) if asset_keys else None)
-    candidates = [
-        record.asset_entry.asset_key
+    #: Each new asset's latest materialisation, as its asset record names it.
+    latest_of = {
+        record.asset_entry.asset_key: latest
         for record in asset_records
-        if (record.asset_entry.last_materialization_storage_id or -1) > after_storage_id
-    ]
-    if not candidates:
+        if (latest := record.asset_entry.last_materialization_storage_id or -1) > after_storage_id
+    }
+    if not latest_of:
         return []
-    page = 2 * -(-limit // len(candidates))
+    page = min(limit, 2 * -(-limit // len(latest_of)))
     found: list[dg.EventLogRecord] = []
     #: Where each asset that may have more new records was left: its last fetched storage id.
     left_at: dict[dg.AssetKey, int] = {}
@@ -512,10 +513,12 @@ def _pending_records(
         )
         found.extend(result.records)
         left_at.pop(key, None)
-        if result.has_more and result.records:
+        # A short page that stops before the asset's latest materialisation is cut all the
+        # same: the storage leaves out rows it cannot read, so a short page is no proof of end.
+        if result.records and (result.has_more or result.records[-1].storage_id < latest_of[key]):
             left_at[key] = result.records[-1].storage_id
 
-    for key in candidates:
+    for key in latest_of:
         fetch(key, after_storage_id, page)
     while True:
         prefix, bound = _complete_prefix(found, left_at)
