@@ -1,12 +1,13 @@
 """A Spark standalone cluster on 127.0.0.1, as teams deploy Spark: one master and two workers
 started by the pip pyspark's ``spark-class``, their executors' Python a venv of its own.
 
-Use::
+Use (or the ``spark_cluster`` fixture of tests/conftest.py, one cluster a test module)::
 
-    with spark_standalone_cluster(folder) as master_url:   # "spark://127.0.0.1:PORT"
-        env = {**os.environ, **cluster_driver_environment(executor_python())}
-        # a driver process (not this one: see below) with that environment builds
-        # SparkSession.builder.master(master_url) with cluster_session_settings()
+    with spark_standalone_cluster(folder, executor_python()) as cluster:
+        # cluster.master_url: "spark://127.0.0.1:PORT"; cluster.executor_python: the venv's
+        # interpreter. A driver process (not this one: see below) with the environment
+        # cluster.driver_environment() builds its session with cluster.session_settings().
+        run_driver([sys.executable, "driver.py", ...], cluster.driver_environment(), timeout=900)
 
 A process holds one SparkContext, and the test session's local one may already be up, so the
 driver runs in a process of its own (tests/spark_cluster_driver.py). The Python an executor
@@ -15,8 +16,8 @@ the driver's environment names the executors' venv; pyspark itself reaches the e
 the Spark installation (``python/lib/pyspark.zip``), as on any cluster.
 
 Every daemon runs in its own process group, with its logs, work folders (the executors' cwd)
-and configuration in ``folder``; leaving the block ends the groups (daemons, executors and
-their Python workers), and nothing else.
+and configuration in ``folder``; leaving the block, by an error too, ends the groups (daemons,
+executors and their Python workers), and nothing else.
 """
 
 from __future__ import annotations
@@ -30,9 +31,12 @@ import time
 import urllib.request
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager, suppress
+from dataclasses import dataclass
 from pathlib import Path
 
 from local_spark import SPARK_SESSION_TIME_ZONE
+
+ROOT = Path(__file__).resolve().parents[1]
 
 MASTER_CLASS = "org.apache.spark.deploy.master.Master"
 WORKER_CLASS = "org.apache.spark.deploy.worker.Worker"
@@ -74,13 +78,47 @@ def cluster_driver_environment(executor_python: Path) -> dict[str, str]:
     return {"PYSPARK_PYTHON": str(executor_python), "SPARK_LOCAL_IP": "127.0.0.1"}
 
 
+#: The folders a driver process started from the tests imports from: the repository (for
+#: ubunye_core and ubunye_dagster), rows/ (ubunye_rows) and tests/ (these helpers).
+DRIVER_PATHS = (ROOT, ROOT / "rows", ROOT / "tests")
+
+
+@dataclass(frozen=True)
+class SparkCluster:
+    """A running standalone cluster: what a driver on this machine needs to use it."""
+
+    #: The master's ``spark://127.0.0.1:PORT`` URL.
+    master_url: str
+    #: The interpreter the executors run their Python workers on.
+    executor_python: Path
+    #: Logs (``*.log``), configuration (``conf/``) and the workers' work folders (``worker-N/``).
+    folder: Path
+    #: The process groups of the daemons (each holds its executors and their Python workers).
+    process_groups: tuple[int, ...]
+
+    def session_settings(self) -> dict[str, str]:
+        """A driver's SparkSession settings: the master's URL and ``cluster_session_settings``."""
+        return {"spark.master": self.master_url, **cluster_session_settings()}
+
+    def driver_environment(self) -> dict[str, str]:
+        """This process's environment for a driver process: the executors' Python, loopback, and
+        ``PYTHONPATH`` reaching this repository's packages and tests/."""
+        paths = [*map(str, DRIVER_PATHS), os.environ.get("PYTHONPATH", "")]
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in paths if p)}
+        return {**env, **cluster_driver_environment(self.executor_python)}
+
+    def worker_folders(self) -> list[Path]:
+        """Each worker's work folder (its executors' working folders are under it)."""
+        return sorted(self.folder.glob("worker-*/"))
+
+
 @contextmanager
 def spark_standalone_cluster(
-    folder: Path, workers: int = 2, start_timeout: float = 180.0
-) -> Iterator[str]:
+    folder: Path, executor_python: Path, workers: int = 2, start_timeout: float = 180.0
+) -> Iterator[SparkCluster]:
     """A master and ``workers`` workers on 127.0.0.1 (ports chosen by the OS, logs and work
-    folders in ``folder``); yields the master's ``spark://`` URL once every worker registered,
-    and stops them all on exit."""
+    folders in ``folder``), their executors on ``executor_python``; yields the cluster once
+    every worker registered, and stops all of it on exit."""
     folder.mkdir(parents=True, exist_ok=True)
     env = _daemon_environment(folder)
     started: list[subprocess.Popen] = []
@@ -95,10 +133,54 @@ def spark_standalone_cluster(
             arguments += ["--memory", WORKER_MEMORY, "--work-dir", str(work_dir), master_url]
             _start(folder / f"worker-{number}.log", arguments, env, started)
         _wait_for_workers(ui_url, workers, started, folder, start_timeout)
-        yield master_url
+        groups = tuple(process.pid for process in started)
+        yield SparkCluster(master_url, executor_python, folder, groups)
     finally:
         for process in reversed(started):
             _stop_group(process)
+
+
+def run_driver(command: list[str], env: Mapping[str, str], timeout: float) -> str:
+    """Run a driver process in a process group of its own (its JVM and Python workers with it);
+    its output, or a RuntimeError with it when it fails or outlives ``timeout`` (then the group
+    is ended)."""
+    driver = subprocess.Popen(
+        command,
+        env=dict(env),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        stdin=subprocess.DEVNULL,
+        text=True,
+        start_new_session=True,
+    )
+    try:
+        output, _ = driver.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        _stop_group(driver)
+        output = driver.stdout.read() if driver.stdout else ""
+        raise RuntimeError(f"the Spark driver ran over {timeout}s:\n{output[-6000:]}") from None
+    finally:
+        if driver.poll() is None:  # interrupted while waiting
+            _stop_group(driver)
+    if driver.returncode != 0:
+        raise RuntimeError(f"the Spark driver exited ({driver.returncode}):\n{output[-6000:]}")
+    return output
+
+
+def processes_in_groups(groups: tuple[int, ...]) -> list[int]:
+    """The processes alive in any of ``groups`` (Linux: read from /proc)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            text = (entry / "stat").read_text()
+        except OSError:  # it ended while we looked
+            continue
+        fields = text[text.rindex(")") + 2 :].split()
+        if int(fields[2]) in groups and fields[0] != "Z":
+            found.append(int(entry.name))
+    return found
 
 
 def _ports() -> list[str]:

@@ -1,5 +1,6 @@
 """rows-v1 hashed on a Spark standalone cluster (a master and two workers on 127.0.0.1) equals the
-single-process digest, and the executors need only ubunye-rows, pyarrow, pandas and numpy.
+single-process digest and the reference's, a Spark asset materialised there through
+UbunyeIOManager records it, and the executors need only ubunye-rows, pyarrow, pandas and numpy.
 
 The executors' Python is a venv holding only those (tests/external_python.py, ``EXECUTOR``):
 no dagster, no ubunye-dagster, no pyspark (that reaches them from the Spark installation). The
@@ -11,8 +12,6 @@ workers, never falling back to the JVM, so a digest from it is the executors' wo
 from __future__ import annotations
 
 import json
-import os
-import subprocess
 import sys
 from pathlib import Path
 
@@ -21,7 +20,7 @@ import pyarrow as pa
 import pytest
 from external_python import executor_python
 from local_spark import SPARK_SESSION_TIME_ZONE
-from spark_cluster import cluster_driver_environment, spark_standalone_cluster
+from spark_cluster import processes_in_groups, run_driver, spark_standalone_cluster
 
 from ubunye_rows import fingerprint
 from ubunye_rows.testing.backend_conformance import vectors_for
@@ -32,11 +31,14 @@ pytestmark = [
     pytest.mark.skipif(sys.platform != "linux", reason="the cluster's daemons run on Linux"),
 ]
 
-ROOT = Path(__file__).resolve().parent.parent
 DRIVER = Path(__file__).resolve().parent / "spark_cluster_driver.py"
 #: Partitions each table is spread over before the cluster hashes it.
 PARTITIONS = 6
 MIXED_ROWS = 20_000
+#: What the executors' venv is built to hold; anything else in it must be required by these.
+EXECUTOR_DISTRIBUTIONS = {"ubunye-rows", "pyarrow", "pandas", "numpy"}
+#: What the executors' Python must not import.
+ABSENT_MODULES = ("dagster", "dagster_pipes", "ubunye_dagster", "ubunye_core", "ubunye")
 
 
 def mixed_table(rows: int, seed: int = 20260601) -> pa.Table:
@@ -74,33 +76,22 @@ def single_process_digest(table: pa.Table) -> list:
 
 
 @pytest.fixture(scope="module")
-def executor() -> Path:
-    return executor_python()
-
-
-@pytest.fixture(scope="module")
-def cluster_run(tmp_path_factory, executor) -> dict:
-    """What the driver reported from the two-worker cluster, and the cluster's folder."""
-    pytest.importorskip("pyspark")
-    folder = tmp_path_factory.mktemp("spark-cluster")
+def cluster_run(tmp_path_factory, spark_cluster) -> dict:
+    """What the driver reported from the two-worker cluster."""
+    folder = tmp_path_factory.mktemp("spark-cluster-driver")
     (folder / "tables").mkdir()
     for name, table in tables().items():
         with pa.ipc.new_file(folder / "tables" / f"{name}.arrow", table.schema) as writer:
             writer.write_table(table)
-    out = folder / "driver.json"
-    paths = [str(ROOT), str(ROOT / "rows"), os.environ.get("PYTHONPATH", "")]
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(paths)}
-    env.update(cluster_driver_environment(executor))
-    with spark_standalone_cluster(folder / "cluster") as master_url:
-        command = [sys.executable, str(DRIVER), master_url, str(folder / "tables")]
-        command += [str(PARTITIONS), str(out)]
-        run = subprocess.run(command, env=env, capture_output=True, text=True, timeout=900)
-    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-6000:]
-    return {**json.loads(out.read_text("utf-8")), "folder": folder / "cluster"}
+    command = [sys.executable, str(DRIVER), spark_cluster.master_url, str(folder), str(PARTITIONS)]
+    run_driver(command, spark_cluster.driver_environment(), timeout=900)
+    return json.loads((folder / "driver.json").read_text("utf-8"))
 
 
 def test_every_golden_vector_hashed_on_the_cluster_gives_the_single_process_digest(cluster_run):
-    golden = {f"golden-{v.name}": [v.schema_hash, v.data_hash, v.row_count] for v in vectors_for("spark")}
+    golden = {
+        f"golden-{v.name}": [v.schema_hash, v.data_hash, v.row_count] for v in vectors_for("spark")
+    }
     for name, table in tables().items():
         if name == "mixed":
             continue
@@ -109,7 +100,9 @@ def test_every_golden_vector_hashed_on_the_cluster_gives_the_single_process_dige
         assert got["digest"] == single_process_digest(table) == golden[name], name
 
 
-def test_a_frame_over_six_partitions_hashed_on_the_cluster_equals_its_pandas_digest(cluster_run):
+def test_the_digest_on_a_two_worker_cluster_equals_the_single_process_and_pandas_digests(
+    cluster_run,
+):
     table = mixed_table(MIXED_ROWS)
     got = cluster_run["digests"]["mixed"]
     assert "error" not in got, got.get("error")
@@ -119,23 +112,61 @@ def test_a_frame_over_six_partitions_hashed_on_the_cluster_equals_its_pandas_dig
     assert got["digest"] == expected == single_process_digest(table)
 
 
+def test_the_digest_on_the_cluster_equals_the_reference_engines_on_the_same_frame(cluster_run):
+    got = cluster_run["digests"]["mixed"]
+    assert "error" not in got, got.get("error")
+    assert got["digest"] == got["reference"]
+
+
+def test_a_spark_asset_materialised_on_the_cluster_records_the_single_process_digest(
+    cluster_run,
+):
+    asset = cluster_run["asset"]
+    assert asset["success"] and asset["backend"] == "spark"
+    assert asset["digest"] == single_process_digest(mixed_table(MIXED_ROWS))
+    assert asset["hash_basis"] == "materialised"
+    assert asset["parts"] == PARTITIONS  # written by the executors, one file a partition
+
+
 def test_the_driver_ran_in_a_session_zone_other_than_utc(cluster_run):
     assert cluster_run["session_time_zone"] == SPARK_SESSION_TIME_ZONE != "UTC"
 
 
-def test_the_executors_python_is_the_venv_with_ubunye_rows_and_without_dagster(
-    cluster_run, executor
-):
-    venv = executor.parent.parent
+def test_the_executors_run_the_venv_and_import_ubunye_rows_from_it(cluster_run, spark_cluster):
+    venv = spark_cluster.executor_python.parent.parent
     for report in cluster_run["executors"]:
         modules = report["modules"]
         assert Path(report["python"]).parent.parent == venv, report["python"]
-        for held in ("ubunye_rows", "ubunye_rows._kernel", "pyarrow", "pandas"):
+        for held in ("ubunye_rows", "ubunye_rows._kernel", "pyarrow", "pandas", "numpy"):
             assert modules[held] is not None and modules[held].startswith(str(venv)), (held, report)
-        for absent in ("dagster", "ubunye_dagster", "ubunye_core", "ubunye"):
-            assert modules[absent] is None, (absent, report)
 
 
-def test_the_tasks_ran_on_both_workers(cluster_run):
-    folders = {Path(report["cwd"]).parents[1].name for report in cluster_run["executors"]}
-    assert folders == {"worker-1", "worker-2"}, folders
+def test_the_executors_need_only_the_rows_wheel_pyarrow_pandas_numpy(cluster_run):
+    for report in cluster_run["executors"]:
+        for absent in ABSENT_MODULES:
+            assert report["modules"][absent] is None, (absent, report["modules"])
+        installed = {name.lower(): needs for name, needs in report["distributions"].items()}
+        needed, todo = set(), list(EXECUTOR_DISTRIBUTIONS)
+        while todo:
+            name = todo.pop().lower()
+            if name in installed and name not in needed:
+                needed.add(name)
+                todo.extend(installed[name])
+        assert needed >= EXECUTOR_DISTRIBUTIONS
+        assert set(installed) == needed, set(installed) - needed
+
+
+def test_the_tasks_ran_on_both_workers(cluster_run, spark_cluster):
+    folders = {Path(report["cwd"]).parents[1] for report in cluster_run["executors"]}
+    assert folders == set(spark_cluster.worker_folders()), folders
+
+
+def test_leaving_the_cluster_block_by_an_error_ends_every_process_it_started(tmp_path):
+    pytest.importorskip("pyspark")
+    started = []
+    cluster = spark_standalone_cluster(tmp_path, executor_python(), workers=1)
+    with pytest.raises(KeyError, match="left by an error"), cluster as running:
+        started = processes_in_groups(running.process_groups)
+        raise KeyError("left by an error")
+    assert len(started) >= 2  # the master and the worker
+    assert processes_in_groups(running.process_groups) == []
