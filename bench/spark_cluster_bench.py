@@ -44,21 +44,24 @@ def load() -> str:
     )
 
 
+def alternating(names: list[str], repeats: int) -> list[str]:
+    """``repeats`` rounds of ``names``, every other round in reverse, one after another."""
+    return [name for r in range(repeats) for name in (names if r % 2 == 0 else names[::-1])]
+
+
 def timed_rounds(contenders: dict[str, Any], df: Any, repeats: int) -> dict[str, Any]:
     """One warm-up each, then ``repeats`` rounds alternating the order; per contender the result
     and its wall and CPU seconds (the JVMs and Python workers this process started)."""
     results = {name: hash_frame(df) for name, hash_frame in contenders.items()}
     wall: dict[str, list[float]] = {name: [] for name in contenders}
     cpu: dict[str, list[float]] = {name: [] for name in contenders}
-    for round_number in range(repeats):
-        order = list(contenders) if round_number % 2 == 0 else list(reversed(contenders))
-        for name in order:
-            elapsed, seconds, result = _timed(contenders[name], df)
-            if result != results[name]:
-                raise RuntimeError(f"{name} gave two different results for one frame")
-            wall[name].append(elapsed)
-            if seconds is not None:
-                cpu[name].append(seconds)
+    for name in alternating(list(contenders), repeats):
+        elapsed, seconds, result = _timed(contenders[name], df)
+        if result != results[name]:
+            raise RuntimeError(f"{name} gave two different results for one frame")
+        wall[name].append(elapsed)
+        if seconds is not None:
+            cpu[name].append(seconds)
     return {"results": results, "wall": wall, "cpu": cpu}
 
 
