@@ -189,8 +189,8 @@ def _ports() -> list[str]:
 
 
 def _daemon_environment(folder: Path) -> dict[str, str]:
-    """The daemons' environment: loopback, an empty configuration folder, logs in ``folder``,
-    and no ``PYTHONPATH`` (an executor's Python workers would inherit it)."""
+    """The daemons' environment: loopback, an empty configuration folder, logs in ``folder``, no
+    REST server, and no ``PYTHONPATH`` (an executor's Python workers would inherit it)."""
     conf_dir = folder / "conf"
     conf_dir.mkdir(exist_ok=True)
     env = {key: value for key, value in os.environ.items() if key != "PYTHONPATH"}
@@ -200,6 +200,8 @@ def _daemon_environment(folder: Path) -> dict[str, str]:
         "SPARK_CONF_DIR": str(conf_dir),
         "SPARK_LOG_DIR": str(folder),
         "SPARK_DAEMON_MEMORY": DAEMON_MEMORY,
+        # The master's REST submission server binds a fixed port (6066); nothing here uses it.
+        "SPARK_MASTER_OPTS": "-Dspark.master.rest.enabled=false",
     }
 
 

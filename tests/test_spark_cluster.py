@@ -12,7 +12,9 @@ workers, never falling back to the JVM, so a digest from it is the executors' wo
 from __future__ import annotations
 
 import json
+import os
 import sys
+from contextlib import suppress
 from pathlib import Path
 
 import numpy as np
@@ -37,6 +39,8 @@ PARTITIONS = 6
 MIXED_ROWS = 20_000
 #: What the executors' venv is built to hold; anything else in it must be required by these.
 EXECUTOR_DISTRIBUTIONS = {"ubunye-rows", "pyarrow", "pandas", "numpy"}
+#: Spark's fixed default ports: master RPC, master UI, worker UI, REST submission, driver UI.
+DEFAULT_PORTS = {7077, 8080, 8081, 6066, 4040}
 #: What the executors' Python must not import.
 ABSENT_MODULES = ("dagster", "dagster_pipes", "ubunye_dagster", "ubunye_core", "ubunye")
 
@@ -159,6 +163,31 @@ def test_the_executors_need_only_the_rows_wheel_pyarrow_pandas_numpy(cluster_run
 def test_the_tasks_ran_on_both_workers(cluster_run, spark_cluster):
     folders = {Path(report["cwd"]).parents[1] for report in cluster_run["executors"]}
     assert folders == set(spark_cluster.worker_folders()), folders
+
+
+def listening_ports(pids: list[int]) -> set[int]:
+    """The TCP ports the processes ``pids`` listen on (Linux: their sockets in /proc)."""
+    inodes = set()
+    for pid in pids:
+        with suppress(OSError):  # it ended while we looked
+            for fd in Path(f"/proc/{pid}/fd").iterdir():
+                with suppress(OSError):
+                    target = os.readlink(fd)
+                    if target.startswith("socket:["):
+                        inodes.add(target[8:-1])
+    ports = set()
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        for line in Path(table).read_text().splitlines()[1:]:
+            fields = line.split()
+            if fields[3] == "0A" and fields[9] in inodes:  # 0A: LISTEN
+                ports.add(int(fields[1].rsplit(":", 1)[1], 16))
+    return ports
+
+
+def test_the_cluster_listens_on_ports_the_os_chose_not_on_sparks_defaults(spark_cluster):
+    ports = listening_ports(processes_in_groups(spark_cluster.process_groups))
+    assert len(ports) >= 3  # the master's RPC and UI, each worker's RPC and UI
+    assert not ports & DEFAULT_PORTS, ports & DEFAULT_PORTS
 
 
 def test_leaving_the_cluster_block_by_an_error_ends_every_process_it_started(tmp_path):
