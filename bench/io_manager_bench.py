@@ -92,7 +92,7 @@ def machine() -> str:
     from ubunye_core.materialisations.byte_digest import DEFAULT_ALGORITHM
     from ubunye_rows.hashing.lanes import hash_threads
 
-    model, sha_ni = platform.processor() or "unknown CPU", False
+    model, sha_ni = platform.processor() or "unknown CPU", 0
     try:
         with open("/proc/cpuinfo", encoding="utf-8") as info:
             text = info.read()
@@ -100,14 +100,22 @@ def machine() -> str:
             (line.split(":", 1)[1].strip() for line in text.splitlines() if "model name" in line),
             model,
         )
-        sha_ni = " sha_ni" in text
+        # As `grep -c sha_ni /proc/cpuinfo`: the processors whose flags name it.
+        sha_ni = sum(1 for line in text.splitlines() if " sha_ni" in line)
     except OSError:
         pass
     return (
-        f"{model}, SHA-NI {'yes' if sha_ni else 'no'}, {len(os.sched_getaffinity(0))} usable "
+        f"{model}, SHA-NI {'yes' if sha_ni else 'no'} (sha_ni on {sha_ni} processors), "
+        f"{len(os.sched_getaffinity(0))} usable "
         f"cores, {hash_threads()} hash threads, byte digest {DEFAULT_ALGORITHM}, "
         f"Python {platform.python_version()}"
     )
+
+
+def load_average() -> str:
+    """The 1, 5 and 15 minute load averages, as `uptime` shows them: other work on the machine."""
+    one, five, fifteen = os.getloadavg()
+    return f"load average {one:.2f}, {five:.2f}, {fifteen:.2f}"
 
 
 def timed_plain_write(frame: pd.DataFrame, path: Path) -> float:

@@ -9,10 +9,13 @@ second pytest with this option for the Spark Connect pass (tests/test_spark_conn
 from __future__ import annotations
 
 import os
+import sys
 
 import pytest
+from external_python import executor_python
 from external_python import external_python as build_external_python
 from local_spark import build_local_spark_session, local_connect_server
+from spark_cluster import spark_standalone_cluster
 
 #: Settings the tests add to the local session: few shuffle partitions, Arrow transfers.
 TEST_SETTINGS = {
@@ -85,15 +88,29 @@ def external_python():
     return build_external_python()
 
 
+@pytest.fixture(scope="module")
+def spark_cluster(tmp_path_factory):
+    """A Spark standalone cluster for the module's tests: a master and two workers on 127.0.0.1,
+    the executors on a venv holding only ubunye-rows, pyarrow, pandas and numpy (a
+    ``spark_cluster.SparkCluster``); stopped when the module's tests are done."""
+    pytest.importorskip("pyspark")
+    if sys.platform != "linux":
+        pytest.skip("the cluster's daemons run on Linux")
+    folder = tmp_path_factory.mktemp("spark-cluster")
+    with spark_standalone_cluster(folder, executor_python()) as cluster:
+        yield cluster
+
+
 #: The files that take longest (minutes: the deployment's PostgreSQL, daemon and webserver, a
-#: Spark Connect pass, the webserver, wheel builds, the `dg` project, the daemon-driven sensor,
-#: the Pipes subprocesses, the Spark modules), run first, longest first. Under ``-n auto --dist
-#: loadfile --no-loadscope-reorder`` a file is one unit of work handed out in this order, so no
-#: worker is left with a long one at the end.
+#: Spark Connect pass, the webserver, a Spark cluster, wheel builds, the `dg` project, the
+#: daemon-driven sensor, the Pipes subprocesses, the Spark modules), run first, longest first.
+#: Under ``-n auto --dist loadfile --no-loadscope-reorder`` a file is one unit of work handed
+#: out in this order, so no worker is left with a long one at the end.
 LONGEST_FIRST = (
     "test_deployment.py",
     "test_spark_connect.py",
     "test_e2e_webserver.py",
+    "test_spark_cluster.py",
     "test_wheel_install.py",
     "test_component.py",
     "test_sensor.py",

@@ -1,29 +1,56 @@
-"""A Python for the external side of Dagster Pipes: ubunye-rows (from this repository's rows/)
-and dagster-pipes, and never dagster, as a Databricks or EMR job would have.
+"""Pythons beside the test interpreter that hold ubunye-rows (this repository's rows/) and never
+dagster, as teams' remote sides have them: the external side of Dagster Pipes (a Databricks or
+EMR job, with dagster-pipes), and a Spark cluster's executors (pandas, pyarrow, numpy).
 
-Built once per content of rows/ into a cache folder (a virtual environment, by uv from the local
-source), and reused while rows/ is unchanged.
+Each is a virtual environment built by uv from the local source (a non-editable install: the
+kernel is compiled into the venv, so nothing in it reads the repository) on the test
+interpreter's Python version, once per content of rows/ and per flavour, in a cache folder, and
+reused while rows/ is unchanged.
 """
 
 from __future__ import annotations
 
 import fcntl
 import hashlib
+import importlib.metadata
 import os
 import shutil
 import subprocess
 import sys
 import tempfile
+from dataclasses import dataclass
 from pathlib import Path
 
 ROWS_SOURCE = Path(__file__).resolve().parents[1] / "rows"
-#: The extras the external side installs: pandas and Spark frames, and the Pipes client library.
-EXTRAS = "pandas,spark,pipes"
 
 
-def _source_digest(root: Path) -> str:
-    """A digest of rows/'s sources (Python, Rust and build files), so an edit rebuilds."""
-    digest = hashlib.sha256(EXTRAS.encode())
+@dataclass(frozen=True)
+class Flavour:
+    """What one kind of external Python holds besides ubunye-rows."""
+
+    #: ubunye-rows' extras to install.
+    extras: str
+    #: Distributions pinned to the test interpreter's versions (a driver and its executors
+    #: exchange Arrow batches and pickles, so they run the same versions).
+    pinned: tuple[str, ...] = ()
+
+    def requirements(self) -> list[str]:
+        """The install's requirements: rows/ with the extras, then the pins."""
+        pins = [f"{name}=={importlib.metadata.version(name)}" for name in self.pinned]
+        return [f"{ROWS_SOURCE}[{self.extras}]", *pins]
+
+
+#: The external side of Dagster Pipes: pandas and Spark frames, and the Pipes client library.
+PIPES = Flavour(extras="pandas,spark,pipes")
+#: A Spark executor's Python: the hash and what Spark's Python workers import (pyspark itself
+#: reaches them from the Spark installation, as on any cluster), nothing else.
+EXECUTOR = Flavour(extras="pandas", pinned=("pyarrow", "pandas", "numpy"))
+
+
+def _source_digest(root: Path, flavour: Flavour) -> str:
+    """A digest of rows/'s sources (Python, Rust and build files) and of the flavour, so an edit
+    or another flavour builds anew."""
+    digest = hashlib.sha256("\0".join([sys.version, *flavour.requirements()]).encode())
     for path in sorted(root.rglob("*")):
         relative = path.relative_to(root)
         skipped = {"__pycache__", "target", "build"} & set(relative.parts)
@@ -31,6 +58,7 @@ def _source_digest(root: Path) -> str:
             path.is_file()
             and not skipped
             and not any(p.endswith(".egg-info") for p in relative.parts)
+            and path.suffix != ".so"
         ):
             digest.update(relative.as_posix().encode() + b"\0" + path.read_bytes() + b"\0")
     return digest.hexdigest()[:16]
@@ -43,11 +71,11 @@ def cache_root() -> Path:
     return base / "external-python"
 
 
-def external_python() -> Path:
-    """The interpreter of a virtual environment holding only ubunye-rows[pandas,spark,pipes]
-    (built on first use, atomically: a half-built one is never used)."""
+def external_python(flavour: Flavour = PIPES) -> Path:
+    """The interpreter of a virtual environment holding only ubunye-rows and ``flavour``'s extras
+    and pins (built on first use, atomically: a half-built one is never used)."""
     root = cache_root()
-    ready = root / _source_digest(ROWS_SOURCE)
+    ready = root / _source_digest(ROWS_SOURCE, flavour)
     python = ready / "bin" / "python"
     if python.exists():
         return python
@@ -56,22 +84,32 @@ def external_python() -> Path:
     with (root / "build.lock").open("w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         if not python.exists():
-            _build(ready)
+            _build(ready, flavour)
     return python
 
 
-def _build(ready: Path) -> None:
+def executor_python() -> Path:
+    """The interpreter for a Spark cluster's executors: ubunye-rows[pandas], pyarrow, pandas and
+    numpy at the test interpreter's versions; no dagster, no ubunye-dagster, no pyspark."""
+    return external_python(EXECUTOR)
+
+
+def _build(ready: Path, flavour: Flavour) -> None:
     """Build the venv beside ``ready``, then rename it into place."""
     building = Path(tempfile.mkdtemp(prefix="building-", dir=ready.parent))
     uv = [sys.executable, "-m", "uv"]
-    subprocess.run([*uv, "venv", "--quiet", "--allow-existing", str(building)], check=True)
+    # The test interpreter's Python: Spark refuses workers of another minor version.
+    subprocess.run(
+        [*uv, "venv", "--quiet", "--allow-existing", "--python", sys.executable, str(building)],
+        check=True,
+    )
     # The venv is built in place of its final name's sibling, so its scripts' paths differ;
     # only its interpreter is used, which does not care. The kernel's crates come from the
     # editable install's compiler cache (rows/target): the build compiles the crate alone.
     env = {**os.environ, "CARGO_TARGET_DIR": str(ROWS_SOURCE / "target")}
     subprocess.run(
         [*uv, "pip", "install", "--quiet", "--python", str(building / "bin" / "python"),
-         f"{ROWS_SOURCE}[{EXTRAS}]"],
+         *flavour.requirements()],
         check=True, timeout=1800, env=env,
     )  # fmt: skip
     try:

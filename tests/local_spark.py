@@ -20,18 +20,24 @@ SPARK_SESSION_TIME_ZONE = "America/Sao_Paulo"
 def build_local_spark_session(app_name: str, settings: Mapping[str, str] | None = None) -> Any:
     """A local[2] SparkSession: UI and progress bar off, session zone America/Sao_Paulo, 2g of
     driver memory, only errors logged; ``settings`` are set on top."""
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    local = {
+        "spark.ui.enabled": "false",
+        "spark.ui.showConsoleProgress": "false",
+        "spark.sql.session.timeZone": SPARK_SESSION_TIME_ZONE,
+        "spark.driver.memory": "2g",
+        **(settings or {}),
+    }
+    return build_spark_session("local[2]", app_name, local)
+
+
+def build_spark_session(master: str, app_name: str, settings: Mapping[str, str]) -> Any:
+    """A SparkSession of ``master`` (``local[N]`` or a cluster's URL) with ``settings``, only
+    errors logged."""
     from pyspark.sql import SparkSession
 
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    builder = (
-        SparkSession.builder.master("local[2]")
-        .appName(app_name)
-        .config("spark.ui.enabled", "false")
-        .config("spark.ui.showConsoleProgress", "false")
-        .config("spark.sql.session.timeZone", SPARK_SESSION_TIME_ZONE)
-        .config("spark.driver.memory", "2g")
-    )
-    for key, value in (settings or {}).items():
+    builder = SparkSession.builder.master(master).appName(app_name)
+    for key, value in settings.items():
         builder = builder.config(key, value)
     session = builder.getOrCreate()
     session.sparkContext.setLogLevel("ERROR")

@@ -65,3 +65,30 @@ def test_a_search_of_a_local_store_imports_none_of_the_heavy_libraries(tmp_path,
                          started_at="2026-01-01T00:00:00Z", status="error"))  # fmt: skip
     args = ["lineage", "search", "--status", "error", *(["--json"] if as_json else [])]
     assert heavy_imports(args, tmp_path) == {"code": 0, "heavy": []}
+
+
+# Run as a program (arguments from sys.argv): did pydantic scan for plugins, was a table drawn?
+_TRACE_PROBE = """
+import io, json, sys
+from contextlib import redirect_stdout
+from ubunye_core.cli import main
+sys.argv = ["ubunye-dagster", *sys.argv[1:]]
+with redirect_stdout(io.StringIO()):
+    code = main()
+from pydantic.plugin import _loader
+print(json.dumps({"code": code, "scanned": _loader._plugins is not None,
+                  "table": "rich.table" in sys.modules}))
+"""
+
+
+def test_trace_as_a_program_skips_pydantics_plugin_scan_and_draws_no_table(tmp_path):
+    store = LineageStore.for_usecase_dir(tmp_path)
+    store.save(RunRecord(run_id="r1", usecase="shop", package="sales", task_name="daily",
+                         started_at="2026-01-01T00:00:00Z", status="success"))  # fmt: skip
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), str(REPO / "rows")])}
+    env.pop("PYDANTIC_DISABLE_PLUGINS", None)
+    args = ["lineage", "trace", "-u", "shop", "-p", "sales", "-t", "daily"]
+    found = subprocess.run([sys.executable, "-c", _TRACE_PROBE, *args], cwd=tmp_path, env=env,
+                           capture_output=True, text=True, check=True)  # fmt: skip
+    report = json.loads(found.stdout.splitlines()[-1])
+    assert report == {"code": 0, "scanned": False, "table": False}

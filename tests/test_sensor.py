@@ -9,12 +9,14 @@ reports its asset events to the instance as the daemon does.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import logging
 import math
 import os
 import random
+import sqlite3
 import tempfile
 from collections.abc import Sequence
 from pathlib import Path
@@ -492,6 +494,98 @@ def test_two_thousand_waiting_materialisations_are_judged_once_in_bounded_ticks(
     assert judged == expected
 
 
+def test_a_backlog_mostly_of_one_asset_is_judged_once_in_full_ticks():
+    # Twelve quiet assets take a small page each; the busy one is read on until a tick is full.
+    names = ["busy"] * 30 + [f"quiet_{n}" for n in range(12)] + ["busy"] * 30
+    with dg.DagsterInstance.ephemeral() as memory_instance:
+        expected = _report_runless_materialisations(
+            memory_instance, count=72, assets=1, names=names
+        )
+        judged = _judge_until_idle(
+            build_drift_sensor(None, max_events_per_tick=25), memory_instance, 25
+        )
+    assert judged == expected
+
+
+def test_a_tick_over_a_backlog_of_many_assets_reads_about_one_tick_of_materialisations(
+    monkeypatch,
+):
+    with dg.DagsterInstance.ephemeral() as memory_instance:
+        _report_runless_materialisations(memory_instance, count=400, assets=20)
+        fetched: list[int] = []
+        fetch = memory_instance.fetch_materializations
+
+        def counted(*args, **kwargs):
+            result = fetch(*args, **kwargs)
+            fetched.append(len(result.records))
+            return result
+
+        monkeypatch.setattr(memory_instance, "fetch_materializations", counted)
+        sensor = build_drift_sensor(None, max_events_per_tick=40)
+        data = tick(sensor, memory_instance, None, report=False)
+    assert len(data.asset_events) == 40
+    # Pages of about twice each asset's share of the tick, then one previous record per asset;
+    # not the tick's whole limit from each of the 20 assets (400 records).
+    assert sum(fetched) <= 3 * 40 + 20
+
+
+def test_a_backlog_where_one_asset_far_outruns_its_share_is_judged_exactly_once():
+    # 25 assets share a tick of 30 (a page of 4 each); the busy one has 240 waiting, in bursts
+    # of 60 between the quiet ones' single reports, so it is cut off on every tick.
+    quiet = [f"quiet_{n}" for n in range(24)]
+    names = [name for _ in range(4) for name in (["busy"] * 60 + quiet)]
+    with dg.DagsterInstance.ephemeral() as memory_instance:
+        expected = _report_runless_materialisations(
+            memory_instance, count=len(names), assets=1, names=names
+        )
+        judged = _judge_until_idle(
+            build_drift_sensor(None, max_events_per_tick=30), memory_instance, 30
+        )
+    # In storage-id order, none twice, each against its true predecessor, every tick but the
+    # last full: the busy asset's backlog is caught up over the ticks that follow.
+    assert judged == expected
+
+
+def test_a_tick_s_cursor_stops_before_the_first_unjudged_materialisation_of_a_cut_off_asset():
+    # A page of 4 each: the busy asset is cut off after its fourth, while the quiet ones' pages
+    # reach past its eighth; the tick must judge busy's fifth to eighth before any quiet one.
+    quiet = [f"quiet_{n}" for n in range(5)]
+    names = ["busy"] * 8 + quiet + quiet + ["busy"] * 8
+    with dg.DagsterInstance.ephemeral() as memory_instance:
+        expected = _report_runless_materialisations(
+            memory_instance, count=len(names), assets=1, names=names
+        )
+        data = tick(build_drift_sensor(None, max_events_per_tick=10), memory_instance, None)
+    judged = [int(meta(e, "ubunye/storage_id")) for e in data.asset_events]
+    oldest = [storage_id for storage_id, _ in expected[:10]]
+    assert judged == oldest
+    assert DriftCursor.parse(data.cursor).after_storage_id == oldest[-1]
+
+
+def test_a_materialisation_the_storage_cannot_read_does_not_end_its_assets_page(instance):
+    # The storage leaves out a row it cannot deserialise, so busy's first page comes back short;
+    # its fifth must still be judged before the other asset's, not passed by the cursor.
+    for name in ["busy"] * 5 + ["other"] * 6:
+        instance.report_runless_asset_event(
+            dg.AssetMaterialization(name, metadata=receipt_metadata([1]))
+        )
+    index = sqlite3.connect(Path(instance.root_directory) / "history/runs/index.db")
+    with contextlib.closing(index), index:
+        ids = [row[0] for row in index.execute("SELECT id FROM event_logs ORDER BY id")]
+        index.execute("UPDATE event_logs SET event = 'unreadable' WHERE id = ?", (ids[1],))
+    judged = _judge_until_idle(build_drift_sensor(None, max_events_per_tick=4), instance, 4)
+    assert [storage_id for storage_id, _ in judged] == [ids[0], *ids[2:]]
+
+
+def test_a_tick_as_large_as_the_event_log_allows_reads_a_single_asset():
+    with dg.DagsterInstance.ephemeral() as memory_instance:
+        expected = _report_runless_materialisations(memory_instance, count=3, assets=1)
+        judged = _judge_until_idle(
+            build_drift_sensor(None, max_events_per_tick=10_000), memory_instance, 10_000
+        )
+    assert judged == expected
+
+
 def test_with_no_time_budget_left_a_tick_still_judges_one_materialisation(instance):
     expected = _report_runless_materialisations(instance, count=4, assets=1)
     sensor = build_drift_sensor(None, tick_time_budget_seconds=0)
@@ -759,19 +853,23 @@ def shown(evaluation: dg.AssetCheckEvaluation) -> tuple[Any, ...]:
 
 
 def _report_runless_materialisations(
-    instance: dg.DagsterInstance, *, count: int, assets: int
+    instance: dg.DagsterInstance,
+    *,
+    count: int,
+    assets: int,
+    names: Sequence[str] | None = None,
 ) -> list[tuple[int, int | None]]:
-    """Report `count` materialisations over `assets` keys; return (storage id, previous id)."""
-    for index in range(count):
+    """Report `count` materialisations round-robin over `assets` keys (or of the asset `names`
+    gives for each, in order); return (storage id, previous id)."""
+    names = names or [f"asset_{index % assets}" for index in range(count)]
+    for index, name in enumerate(names):
         instance.report_runless_asset_event(
-            dg.AssetMaterialization(
-                f"asset_{index % assets}", metadata=receipt_metadata([index // assets % 3])
-            )
+            dg.AssetMaterialization(name, metadata=receipt_metadata([index // assets % 3]))
         )
     expected: list[tuple[int, int | None]] = []
-    for number in range(assets):
+    for name in dict.fromkeys(names):
         records = instance.fetch_materializations(
-            dg.AssetKey(f"asset_{number}"), limit=count, ascending=True
+            dg.AssetKey(name), limit=count, ascending=True
         ).records
         previous = [None, *(r.storage_id for r in records[:-1])]
         expected.extend(zip((r.storage_id for r in records), previous, strict=True))

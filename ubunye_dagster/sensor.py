@@ -496,26 +496,61 @@ def _pending_records(
 ) -> list[dg.EventLogRecord]:
     """The `limit` oldest materialisations after the storage id, across the given assets.
 
-    Each asset contributes at most `limit` of its oldest new records, so the merged first
-    `limit` are exactly the oldest overall. Assets whose latest materialisation is not newer
-    than the cursor are not queried.
+    Assets whose latest materialisation is not newer than the cursor are not queried. Each of the
+    others is asked for a page of its oldest new records, about twice its share of `limit`: every
+    record fetched is deserialised, so a backlog costs a tick about `limit` records, not `limit`
+    per asset. See `_complete_prefix` for why the result is exactly the oldest overall.
     """
     asset_records = instance.get_asset_records(list(asset_keys) if asset_keys else None)
-    candidates = [
-        record.asset_entry.asset_key
+    #: Each new asset's latest materialisation, as its asset record names it.
+    latest_of = {
+        record.asset_entry.asset_key: latest
         for record in asset_records
-        if (record.asset_entry.last_materialization_storage_id or -1) > after_storage_id
-    ]
+        if (latest := record.asset_entry.last_materialization_storage_id or -1) > after_storage_id
+    }
+    if not latest_of:
+        return []
+    page = min(limit, 2 * -(-limit // len(latest_of)))
     found: list[dg.EventLogRecord] = []
-    for key in candidates:
+    #: Where each asset that may have more new records was left: its last fetched storage id.
+    left_at: dict[dg.AssetKey, int] = {}
+
+    def fetch(key: dg.AssetKey, after: int, count: int) -> None:
         result = instance.fetch_materializations(
-            dg.AssetRecordsFilter(asset_key=key, after_storage_id=after_storage_id),
-            limit=limit,
+            dg.AssetRecordsFilter(asset_key=key, after_storage_id=after),
+            limit=count,
             ascending=True,
         )
         found.extend(result.records)
+        left_at.pop(key, None)
+        # A short page that stops before the asset's latest materialisation is cut all the
+        # same: the storage leaves out rows it cannot read, so a short page is no proof of end.
+        if result.records and (result.has_more or result.records[-1].storage_id < latest_of[key]):
+            left_at[key] = result.records[-1].storage_id
+
+    for key in latest_of:
+        fetch(key, after_storage_id, page)
+    while True:
+        prefix, bound = _complete_prefix(found, left_at)
+        if len(prefix) >= limit or bound is None:
+            return prefix[:limit]
+        bounding = min(left_at, key=left_at.__getitem__)
+        fetch(bounding, bound, max(page, limit - len(prefix)))
+
+
+def _complete_prefix(
+    found: list[dg.EventLogRecord], left_at: Mapping[dg.AssetKey, int]
+) -> tuple[list[dg.EventLogRecord], int | None]:
+    """The fetched records no unfetched one can precede, in storage-id order, and their bound.
+
+    An asset cut off at storage id N may hold more records just after N, so only the records up
+    to the lowest such N are known to be all there is; the bound is None when no asset was cut.
+    """
     found.sort(key=lambda record: record.storage_id)
-    return found[:limit]
+    bound = min(left_at.values(), default=None)
+    if bound is None:
+        return found, None
+    return [record for record in found if record.storage_id <= bound], bound
 
 
 def _already_reported(

@@ -12,7 +12,6 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
-from rich.table import Table
 from rich.text import Text
 from rich.tree import Tree
 
@@ -20,6 +19,8 @@ from ubunye_core.cli.lines import NOT_RECORDED, STATUS_COLOURS, seconds_text
 from ubunye_core.wording import counted
 
 if TYPE_CHECKING:
+    from rich.table import Table
+
     from ubunye_core.records.model import RunRecord, StepRecord
     from ubunye_core.store import ReindexReport
 
@@ -66,6 +67,9 @@ def _status(status: str) -> Text:
 def runs_table(task_path: str, documents: list[dict[str, Any]]) -> Table:
     """``list``: one row per run of one task, newest first, from the records' documents (as
     ``RunRecord.to_dict`` makes them: the index holds them, no record model is needed)."""
+    # Imported here: trace, the commands most often run after list, draws no table.
+    from rich.table import Table
+
     table = Table(title=f"Runs of {task_path}", title_justify="left")
     for heading, justify in (
         ("RUN ID", "left"),
