@@ -1,11 +1,12 @@
 """In the shape teams deploy it, started by the test on 127.0.0.1: Dagster on PostgreSQL with the
 run queue (at most 3 runs at once), ``dagster-daemon run`` and ``dagster-webserver`` as their own
 processes, the steps in processes of their own (the multiprocess executor), data and records on
-S3 (moto's server), runs launched through the webserver's GraphQL.
+S3 (moto's server), runs launched through the webserver's GraphQL, and one Spark asset on a
+Spark standalone cluster (the module's ``spark_cluster``: a master and two workers).
 
 The code location is ``tests/locations/deployed_shop.py``, loaded with this interpreter (its
 packages are those of the run workers). One deployment serves the whole module, and the tests
-run in order, each one a promise of the scenario: a run through the queue, a backfill, drift
+run in order, each one a promise of the scenario: a run through the queue, the Spark asset, a backfill, drift
 flagged by the daemon's sensor, the daemon killed and restarted, PostgreSQL restarted, a step
 killed while it writes, the records read from another process. The outputs docs/deployment.md
 shows are collected on the way and compared with it by the last test
@@ -41,13 +42,17 @@ from deployment_services import (
 )
 from object_store import moto_s3
 from postgres_cluster import PostgresCluster, postgres_available, postgres_cluster
+from spark_cluster import SparkCluster, cluster_driver_environment
 
 from example_project.webserver import WebserverError
 from ubunye_core.locations import STORAGE_OPTIONS_ENV, StoreAccess
 from ubunye_core.store import LineageStore
+from ubunye_rows import fingerprint_arrow
+from ubunye_rows.hashing.spark import SPARK_ENGINE_ENV
 
 pytest.importorskip("dagster_postgres")
 pytest.importorskip("moto.server")
+pytest.importorskip("dagster_pyspark")
 pytestmark = [
     pytest.mark.deployment,
     pytest.mark.timeout(2400),
@@ -192,11 +197,18 @@ query BackfillStatus($id: String!) {
 """
 
 
-def process_env(folder: Path, home: Path, root: str, options: dict[str, Any]) -> dict[str, str]:
+def process_env(
+    folder: Path, home: Path, root: str, options: dict[str, Any], spark: SparkCluster
+) -> dict[str, str]:
     """The environment of the daemon, the webserver, their code servers and run workers."""
     path = [str(REPO), str(REPO / "rows"), os.environ.get("PYTHONPATH", "")]
     return {
         **os.environ,
+        **cluster_driver_environment(spark.executor_python),
+        "UBUNYE_DEPLOY_SPARK_CONFIG": json.dumps(spark.session_settings()),
+        "UBUNYE_DEPLOY_SPARK_DATA": str(folder / "spark-data"),
+        # The executors hash in Python (their venv's ubunye-rows) or the step fails: no fallback.
+        SPARK_ENGINE_ENV: "arrow",
         "DAGSTER_HOME": str(home),
         "UBUNYE_DEPLOY_ROOT": root,
         STORAGE_OPTIONS_ENV: json.dumps(options),
@@ -208,8 +220,11 @@ def process_env(folder: Path, home: Path, root: str, options: dict[str, Any]) ->
 
 
 @pytest.fixture(scope="module")
-def deployment(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Deployment]:
-    """PostgreSQL, S3, the daemon and the webserver, up once for the module; all ended after."""
+def deployment(
+    tmp_path_factory: pytest.TempPathFactory, spark_cluster: SparkCluster
+) -> Iterator[Deployment]:
+    """PostgreSQL, S3, the daemon and the webserver (and the module's Spark cluster), up once for
+    the module; all ended after."""
     folder = tmp_path_factory.mktemp("deployment")
     logging.getLogger("werkzeug").setLevel(logging.WARNING)  # moto's server logs every request
     with moto_s3() as s3, postgres_cluster() as pg:
@@ -217,7 +232,7 @@ def deployment(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Deployment]
         home = folder / "dagster_home"
         instance_yaml = write_instance_yaml(home, pg)
         workspace = write_workspace(folder, LOCATION_FILE, LOCATION, REPO)
-        env = process_env(folder, home, root, s3["storage_options"])
+        env = process_env(folder, home, root, s3["storage_options"], spark_cluster)
         daemon = daemon_process(workspace, env, folder / "daemon.log")
         web = Webserver(workspace, env, folder / "webserver.log", LOCATION)
         with running(daemon, web), dg.DagsterInstance.from_config(str(home)) as instance:
@@ -230,8 +245,9 @@ def deployment(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Deployment]
             )  # fmt: skip
 
 
-def load_single_process_shop(base: Path) -> dg.Definitions:
-    """The location's definitions with data and records in a local folder (read at import)."""
+def load_single_process_shop(base: Path) -> Any:
+    """The location's module, its definitions with data and records in a local folder (read at
+    import)."""
     before = os.environ.get("UBUNYE_DEPLOY_ROOT")
     os.environ["UBUNYE_DEPLOY_ROOT"] = str(base)
     try:
@@ -243,7 +259,7 @@ def load_single_process_shop(base: Path) -> dg.Definitions:
             os.environ.pop("UBUNYE_DEPLOY_ROOT")
         else:
             os.environ["UBUNYE_DEPLOY_ROOT"] = before
-    return module.defs
+    return module
 
 
 def data_version(record: dg.EventLogRecord) -> str | None:
@@ -282,7 +298,7 @@ def test_a_run_through_the_queue_records_each_asset_on_s3_with_the_digests_of_on
         assert store.path_for(task_path(asset), run_id).protocol == "s3"
         digests[asset] = output.data_hash
 
-    single = load_single_process_shop(tmp_path / "single")
+    single = load_single_process_shop(tmp_path / "single").defs
     result = dg.materialize(
         [a for a in single.assets if isinstance(a, dg.AssetsDefinition)],
         resources=single.resources,
@@ -296,6 +312,28 @@ def test_a_run_through_the_queue_records_each_asset_on_s3_with_the_digests_of_on
     same = {asset: digests[asset] for asset in SHOP if asset != "planted"}
     assert {asset: alone[asset] for asset in same} == same
     assert alone["planted"] != digests["planted"]
+
+
+def test_the_spark_asset_hashed_on_the_standalone_cluster_records_the_single_process_digest(
+    deployment: Deployment, spark_cluster: SparkCluster, tmp_path: Path
+) -> None:
+    run_id = deployment.launch("spark")
+    deployment.runs["spark"] = run_id
+    assert deployment.finish(run_id) == "SUCCESS", deployment.daemon.log_tail()
+    [materialised] = deployment.materialisations("spark_orders", run_id)
+    record = deployment.store().load(task_path("spark_orders"), run_id)
+    [output] = record.outputs
+    assert (record.status, record.backend) == ("success", "spark")
+    assert output.data_hash == data_hash(materialised) == data_version(materialised)
+
+    # The same rows hashed in this process, without Spark: the digest is the engine's to keep.
+    alone = fingerprint_arrow(load_single_process_shop(tmp_path / "single").spark_orders_table())
+    assert (output.schema_hash, output.data_hash, output.row_count) == (
+        alone.schema_hash, alone.data_hash, alone.row_count,
+    )  # fmt: skip
+    # Each worker started an executor for the run's application (its folder under the worker's).
+    for worker in spark_cluster.worker_folders():
+        assert list(worker.glob("app-*/*/stderr")), f"no executor of the run on {worker.name}"
 
 
 # 2. A backfill, three runs at once.
