@@ -6,10 +6,10 @@ Spark standalone cluster (the module's ``spark_cluster``: a master and two worke
 
 The code location is ``tests/locations/deployed_shop.py``, loaded with this interpreter (its
 packages are those of the run workers). One deployment serves the whole module, and the tests
-run in order, each one a promise of the scenario: a run through the queue, the Spark asset, a backfill, drift
-flagged by the daemon's sensor, the daemon killed and restarted, PostgreSQL restarted, a step
-killed while it writes, the records read from another process. The outputs docs/deployment.md
-shows are collected on the way and compared with it by the last test
+run in order, each one a promise of the scenario: a run through the queue, the Spark asset, a
+backfill, drift flagged by the daemon's sensor, the daemon killed and restarted, PostgreSQL
+restarted, a step killed while it writes, the records read from another process. The outputs
+docs/deployment.md shows are collected on the way and compared with it by the last test
 (``UBUNYE_WRITE_DEPLOYMENT_DOCS=1`` rewrites them).
 """
 
