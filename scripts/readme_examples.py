@@ -239,11 +239,12 @@ def fresh_blocks() -> dict[str, str]:
         return {name: text.replace(real, "").replace(folder, "") for name, text in blocks.items()}
 
 
-def readme_blocks(text: str) -> dict[str, str]:
-    """A document's example blocks by marker name (the text inside the fence)."""
+def readme_blocks(text: str, marker: re.Pattern[str] = MARKER) -> dict[str, str]:
+    """A document's example blocks by marker name (the text inside the fence); ``marker`` finds
+    them (``readme-example`` by default)."""
     return {
         match["name"]: match.group(0).split("\n", 2)[2].rsplit("```", 1)[0]
-        for match in MARKER.finditer(text)
+        for match in marker.finditer(text)
     }
 
 
@@ -256,14 +257,17 @@ def shown_blocks(texts: dict[Path, str]) -> dict[str, tuple[Path, str]]:
     }
 
 
-def rewritten(text: str, blocks: dict[str, str]) -> str:
-    """A document with each of its marked blocks replaced by its fresh text."""
+def rewritten(
+    text: str, blocks: dict[str, str], marker: re.Pattern[str] = MARKER, tag: str = "readme-example"
+) -> str:
+    """A document with each of its blocks marked ``<!-- TAG: name -->`` (found by ``marker``)
+    replaced by its fresh text."""
 
     def replace(match: re.Match[str]) -> str:
         body = blocks[match["name"]]
-        return f"<!-- readme-example: {match['name']} -->\n```{match['lang']}\n{body}```\n"
+        return f"<!-- {tag}: {match['name']} -->\n```{match['lang']}\n{body}```\n"
 
-    return MARKER.sub(replace, text)
+    return marker.sub(replace, text)
 
 
 #: Durations in seconds (`0.056s`, `"seconds": 0.009422`).

@@ -101,12 +101,13 @@ def spark_cluster(tmp_path_factory):
         yield cluster
 
 
-#: The files that take longest (minutes: a Spark Connect pass, the webserver, a Spark cluster,
-#: wheel builds, the `dg` project, the daemon-driven sensor, the Pipes subprocesses, the Spark
-#: modules), run first, longest first. Under ``-n auto --dist loadfile --no-loadscope-reorder``
-#: a file is one unit of work handed out in this order, so no worker is left with a long one at
-#: the end.
+#: The files that take longest (minutes: the deployment's PostgreSQL, daemon and webserver, a
+#: Spark Connect pass, the webserver, a Spark cluster, wheel builds, the `dg` project, the
+#: daemon-driven sensor, the Pipes subprocesses, the Spark modules), run first, longest first.
+#: Under ``-n auto --dist loadfile --no-loadscope-reorder`` a file is one unit of work handed
+#: out in this order, so no worker is left with a long one at the end.
 LONGEST_FIRST = (
+    "test_deployment.py",
     "test_spark_connect.py",
     "test_e2e_webserver.py",
     "test_spark_cluster.py",

@@ -5,6 +5,7 @@ A Dagster upgrade that moves one of them fails here, by name, before records sil
 
 from __future__ import annotations
 
+import time
 import warnings
 from pathlib import Path
 
@@ -311,3 +312,39 @@ def test_a_rebuild_turns_checks_into_assets_that_warn_unless_they_are_kept_as_ch
     result = dg.materialize([prices, *kept.asset_checks], instance=dg.DagsterInstance.ephemeral())
     [evaluation] = result.get_asset_check_evaluations()
     assert evaluation.asset_check_key == spec.key and evaluation.passed
+
+
+def test_the_check_executions_still_name_the_materialisations_a_sensor_judged():
+    key = dg.AssetKey("orders")
+    check_key = dg.AssetCheckKey(key, "judged")
+
+    @dg.asset(check_specs=[dg.AssetCheckSpec("judged", asset=key)])
+    def orders():
+        yield dg.Output(1)
+        yield dg.AssetCheckResult(check_name="judged", passed=True)
+
+    with dg.instance_for_test() as instance:
+        for _ in range(3):
+            assert dg.materialize([orders], instance=instance).success
+        records = instance.fetch_materializations(key, limit=3, ascending=True).records
+        for record in records[1:]:  # as a sensor reports its check results: outside any run
+            instance.report_runless_asset_event(
+                dg.AssetCheckEvaluation(
+                    asset_key=key, check_name="judged", passed=True,
+                    target_materialization_data=internals.AssetCheckEvaluationTargetMaterializationData(
+                        storage_id=record.storage_id, run_id=record.run_id,
+                        timestamp=record.timestamp,
+                    ),
+                )
+            )  # fmt: skip
+        first, second, third = (record.storage_id for record in records)
+        since = records[0].timestamp - 1
+
+        def judged(after: int, not_before: float = since) -> set[int]:
+            return internals.storage_ids_judged_outside_runs(instance, check_key, after, not_before)
+
+        assert judged(first) == {second, third}
+        assert judged(second) == {third}
+        assert judged(third) == set()
+        # Executions older than the timestamp are never read: nothing before it is a verdict.
+        assert judged(first, not_before=time.time() + 60) == set()

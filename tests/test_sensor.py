@@ -453,6 +453,30 @@ def test_a_restarted_sensor_judges_only_what_came_after_its_cursor(instance):
     assert meta(evaluations_of(data, "totals")[0], "ubunye/reason") == SAME_INPUTS
 
 
+def test_verdicts_stored_by_a_tick_whose_cursor_was_lost_are_neither_reported_nor_told_again(
+    instance,
+):
+    # The daemon stores a tick's verdicts, then its cursor: a daemon ended in between starts
+    # again from the older cursor, with those verdicts already on the assets.
+    told: list[Any] = []
+    sensor = build_drift_sensor(pipeline(), on_drift=told.append)
+    materialise(instance, pipeline(noisy_totals=True))
+    second = materialise(instance, pipeline(noisy_totals=True))
+    reported = tick(sensor, instance, None)
+    assert [verdict.run_id for verdict in told] == [second]
+
+    again = tick(sensor, instance, None)
+    assert (again.asset_events, again.cursor) == ([], reported.cursor)
+    assert len(told) == 1
+
+    third = materialise(instance, pipeline(noisy_totals=True))
+    after = tick(sensor, instance, None)
+    judged = only(evaluations_of(after, "totals"))
+    assert meta(judged, "ubunye/run") == third
+    assert meta(judged, "ubunye/previous_run") == second  # the remembered predecessor
+    assert [verdict.run_id for verdict in told] == [second, third]
+
+
 def test_waiting_materialisations_are_paged_through_on_sqlite_storage(instance):
     expected = _report_runless_materialisations(instance, count=60, assets=3)
     judged = _judge_until_idle(build_drift_sensor(None, max_events_per_tick=7), instance, 7)

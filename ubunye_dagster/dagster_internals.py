@@ -456,6 +456,50 @@ def checks_evaluated_in_run(
     return _checks_in_run_events(instance, dagster_run_id, evaluated)
 
 
+#: The run id Dagster stores an event reported outside any run under (a sensor's check result).
+RUNLESS_RUN_ID = ""
+
+
+def storage_ids_judged_outside_runs(
+    instance: dg.DagsterInstance,
+    check_key: dg.AssetCheckKey,
+    after_storage_id: int,
+    not_before_timestamp: float,
+) -> set[int]:
+    """The storage ids after ``after_storage_id`` of the materialisations that an evaluation of
+    the check reported outside any run (a sensor's) targets.
+
+    Executions are read newest first, a page at a time, until a sensor's evaluation of a
+    materialisation at or before ``after_storage_id`` (a sensor judges in storage-id order) or
+    one created before ``not_before_timestamp`` (older than anything it could be a verdict of).
+    """
+    found: set[int] = set()
+    cursor: int | None = None
+    page_size = 100
+    while True:
+        page = instance.event_log_storage.get_asset_check_execution_history(
+            check_key, limit=page_size, cursor=cursor
+        )
+        for execution in page:
+            if execution.create_timestamp < not_before_timestamp:
+                return found
+            target = _target_storage_id(execution.event)
+            if execution.run_id != RUNLESS_RUN_ID or target is None:
+                continue
+            if target <= after_storage_id:
+                return found
+            found.add(target)
+        if len(page) < page_size:
+            return found
+        cursor = page[-1].id
+
+
+def _target_storage_id(event: Any) -> int | None:
+    data = event.dagster_event.event_specific_data if event and event.dagster_event else None
+    target = getattr(data, "target_materialization_data", None)
+    return target.storage_id if target is not None else None
+
+
 class _ChecksKeptAsChecks(dg.AssetChecksDefinition):
     """Asset checks that stay check definitions when Dagster rebuilds them.
 

@@ -67,6 +67,9 @@ NOTHING_NEW = "no new materialisations"
 #: Flagged materialisations a tick's skip reason names one line each; its logs name them all.
 MAX_FLAGS_IN_SKIP_REASON = 20
 
+# How far a verdict's timestamp may trail its materialisation's across machines.
+VERDICT_CLOCK_SKEW_SECONDS = 300.0
+
 
 #: Severity of a failed check by drift reason: non-determinism is an error, the others a warning.
 SEVERITY_BY_REASON: Mapping[str, dg.AssetCheckSeverity] = {
@@ -163,6 +166,7 @@ def judge_pending_materialisations(
     latest: dict[tuple[dg.AssetKey, str | None], tuple[dg.EventLogRecord, drift.DriftEvidence]] = {}
     records_cache: dict[str, RunRecord | None] = {}
     last_looked_at = cursor.after_storage_id
+    reported = _already_reported(instance, pending, cursor.after_storage_id)
     for index, record in enumerate(pending):
         if (
             index > 0
@@ -172,6 +176,12 @@ def judge_pending_materialisations(
             break
         last_looked_at = record.storage_id
         values = metadata_values(record)
+        if record.storage_id in reported:
+            # Judged by a tick whose verdicts were stored but not its cursor (the daemon ended
+            # in between): remembered as the next one's predecessor, not judged or told again.
+            receipt = receipt_from(values, tags_of(record), settings, records_cache, [])
+            latest[(_asset_key(record), record.partition_key)] = (record, receipt)
+            continue
         if asset_keys is None and not drift.carries_ubunye_metadata(values):
             # Remembered all the same: a later receipt's predecessor is this record, as it
             # would be if looked up in the event log.
@@ -541,6 +551,27 @@ def _complete_prefix(
     if bound is None:
         return found, None
     return [record for record in found if record.storage_id <= bound], bound
+
+
+def _already_reported(
+    instance: dg.DagsterInstance, pending: Sequence[dg.EventLogRecord], after_storage_id: int
+) -> set[int]:
+    """The pending materialisations a sensor has already reported a `ubunye_reproducible`
+    verdict of (the daemon reports a tick's verdicts before it stores the tick's cursor)."""
+    earliest: dict[dg.AssetKey, float] = {}
+    for record in pending:
+        key = _asset_key(record)
+        earliest[key] = min(earliest.get(key, record.timestamp), record.timestamp)
+    found: set[int] = set()
+    for key, timestamp in earliest.items():
+        check_key = dg.AssetCheckKey(key, CHECK_NAME)
+        # A verdict is created after its materialisation; the margin absorbs clock skew between
+        # the step's machine and the daemon's, which stamp the two.
+        not_before = timestamp - VERDICT_CLOCK_SKEW_SECONDS
+        found |= internals.storage_ids_judged_outside_runs(
+            instance, check_key, after_storage_id, not_before
+        )
+    return found
 
 
 def _judge_record(

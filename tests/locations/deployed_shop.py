@@ -5,8 +5,13 @@ store ``$UBUNYE_DEPLOY_ROOT`` names (``s3://bucket/shop``) with the fsspec optio
 ``planted`` is non-deterministic on purpose (new noise each run): the one asset the drift sensor
 must flag; each flag is appended to ``$UBUNYE_DEPLOY_FLAGS`` (one JSON line per verdict).
 ``big_orders`` (3M rows, its own job) is the write a test kills mid-way; ``big_total`` reads it.
+``spark_orders`` (its own job) runs on the Spark cluster whose session settings
+``$UBUNYE_DEPLOY_SPARK_CONFIG`` holds (JSON); Spark writes its data to the folder
+``$UBUNYE_DEPLOY_SPARK_DATA`` (the executors and Dagster both reach it; this pyspark has no S3
+connector), and its record goes to the store with the others'.
 """
 
+import json
 import os
 import sys
 from pathlib import Path
@@ -15,6 +20,8 @@ import dagster as dg
 import numpy as np
 import pandas as pd
 import polars as pl
+import pyarrow as pa
+from dagster_pyspark import PySparkResource
 
 from ubunye_core.locations import storage_options_from_env
 from ubunye_dagster import DriftVerdict, ReceiptSettings, UbunyeResource, with_ubunye
@@ -25,6 +32,11 @@ PIPES_SCRIPT = Path(__file__).resolve().parents[1] / "pipes_jobs" / "scores_job.
 DAYS = dg.DailyPartitionsDefinition(start_date="2026-01-01", end_date="2026-01-06")
 BIG_ROWS = 3_000_000
 SENSOR = "ubunye_drift_sensor"
+SPARK_CONFIG_ENV = "UBUNYE_DEPLOY_SPARK_CONFIG"
+SPARK_DATA_ENV = "UBUNYE_DEPLOY_SPARK_DATA"
+SPARK_ROWS = 200_000
+#: Spread over both workers' executors.
+SPARK_PARTITIONS = 4
 SENSOR_INTERVAL_SECONDS = 5
 #: Fewer than a run's materialisations, so a run's judging spans ticks a restart can fall between.
 SENSOR_EVENTS_PER_TICK = 4
@@ -124,6 +136,44 @@ def big_total(big_orders: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame({"rows": [len(big_orders)], "value": [int(big_orders["value"].sum())]})
 
 
+def spark_orders_table(rows: int = SPARK_ROWS) -> pa.Table:
+    """The Spark asset's rows (the test hashes the same table in one process): integers, text,
+    floats with nulls, and UTC instants the session's non-UTC zone must not move."""
+    ids = np.arange(rows)
+    regions = np.array(["north", "south", "east", "west"])[ids % 4]
+    return pa.table(
+        {
+            "id": ids,
+            "region": regions,
+            "amount": pa.array((ids % 1000) / 8, mask=ids % 7 == 0),
+            "at": pa.array(ids * 60_000_000, pa.timestamp("us", tz="UTC")),
+        }
+    )
+
+
+@dg.asset(io_manager_key="spark_io_manager")
+def spark_orders(pyspark: PySparkResource):
+    """Built on the driver, hashed and written by the cluster's executors."""
+    from pyspark.sql.pandas.types import from_arrow_schema
+
+    table = spark_orders_table()
+    frame = pyspark.spark_session.createDataFrame(table, schema=from_arrow_schema(table.schema))
+    return frame.repartition(SPARK_PARTITIONS)
+
+
+def spark_resources() -> dict:
+    """The cluster's session and an IO manager whose data is where Spark writes, records in the
+    one store (a local master when the location is loaded without a cluster)."""
+    config = json.loads(os.environ.get(SPARK_CONFIG_ENV, '{"spark.master": "local[1]"}'))
+    data = os.environ.get(SPARK_DATA_ENV, "deployed-spark")
+    manager = settings().model_copy(update={"base_path": data}).io_manager()
+    return {"pyspark": PySparkResource(spark_config=config), "spark_io_manager": manager}
+
+
+#: What every step imports, loaded once per run in the forkserver each step process is forked
+#: from, so a step process does not import them anew.
+PRELOAD = ["dagster", "numpy", "pandas", "polars", "pyarrow", "ubunye_dagster"]
+
 SHOP_ASSETS = [
     raw_orders, cleaned_orders, order_totals, region_counts, catalogue, planted, pipes_scores,
 ]  # fmt: skip
@@ -132,15 +182,22 @@ SHOP_ASSETS = [
 def plain_definitions() -> dg.Definitions:
     """The location before receipts: assets, jobs, resources, the multiprocess executor."""
     return dg.Definitions(
-        assets=[*SHOP_ASSETS, daily_sales, big_orders, big_total],
+        assets=[*SHOP_ASSETS, daily_sales, big_orders, big_total, spark_orders],
         jobs=[
             dg.define_asset_job("shop", selection=dg.AssetSelection.assets(*SHOP_ASSETS)),
-            dg.define_asset_job("daily", selection=[daily_sales], partitions_def=DAYS),
+            dg.define_asset_job("daily", selection=[daily_sales]),
             dg.define_asset_job("big", selection=[big_orders]),
             dg.define_asset_job("big_read", selection=[big_total]),
+            dg.define_asset_job("spark", selection=[spark_orders]),
         ],
-        resources={"ubunye": settings().resource(), "pipes": dg.PipesSubprocessClient()},
-        executor=dg.multiprocess_executor.configured({"max_concurrent": 2}),
+        resources={
+            "ubunye": settings().resource(),
+            "pipes": dg.PipesSubprocessClient(),
+            **spark_resources(),
+        },
+        executor=dg.multiprocess_executor.configured(
+            {"max_concurrent": 2, "start_method": {"forkserver": {"preload_modules": PRELOAD}}}
+        ),
     )
 
 
