@@ -168,7 +168,11 @@ def store_evaluations(instance: dg.DagsterInstance, result: dg.SensorResult) -> 
 #: Where a tick's time goes: (part, the profiled function's file suffix and name).
 TICK_PARTS = (
     ("finding what is new (one query per asset)", "ubunye_dagster/sensor.py", "_pending_records"),
-    ("each asset's previous materialisation", "ubunye_dagster/sensor.py", "_previous_record"),
+    (
+        "each asset's previous materialisation",
+        "ubunye_dagster/previous_materialisation.py",
+        "previous_record",
+    ),
     ("  of which opening connections", "~", "<built-in method psycopg2._psycopg._connect>"),
     ("  of which the SQL", "~", "<method 'execute' of 'psycopg2.extensions.cursor' objects>"),
     ("  of which deserialising events", "dagster_shared/serdes/serdes.py", "deserialize_value"),
@@ -197,15 +201,20 @@ def tick_profile(sensor, instance, definitions, cursor: str | None) -> list[str]
     return lines
 
 
-def catch_up(sensor, instance, definitions, cursor: str | None) -> tuple[list[float], str]:
-    """Tick until nothing is new; the seconds of every tick that judged, and the final cursor."""
+def catch_up(
+    sensor, instance, definitions, cursor: str | None
+) -> tuple[list[float], int, str | None]:
+    """Tick until nothing is new; the seconds of every tick that moved the cursor, how many
+    materialisations they judged in all, and the final cursor."""
     seconds: list[float] = []
+    count = 0
     while True:
         took, result = tick(sensor, instance, definitions, cursor)
         if result.cursor == cursor:
-            return seconds, cursor
+            return seconds, count, cursor
         cursor = result.cursor
         seconds.append(took)
+        count += judged(result)[0]
 
 
 def measure_level(args, sensor, instance, definitions, samples, keys, reported: int, level: int):
@@ -223,13 +232,13 @@ def measure_level(args, sensor, instance, definitions, samples, keys, reported: 
         print("\n".join(tick_profile(sensor, instance, definitions, None)))
         stored = store_evaluations(instance, first)
         print(f"    storing that tick's {count} check evaluations: {stored:6.3f}s")
-        ticks, cursor = catch_up(sensor, instance, definitions, None)
+        ticks, count, cursor = catch_up(sensor, instance, definitions, None)
         print(
-            f"    catching up from an empty cursor: {len(ticks)} ticks, median "
-            f"{statistics.median(ticks):6.3f}s, slowest {max(ticks):6.3f}s"
+            f"    catching up from an empty cursor: {len(ticks)} ticks judged {count:,} of "
+            f"{level:,}, median {statistics.median(ticks):6.3f}s, slowest {max(ticks):6.3f}s"
         )
     else:
-        cursor = catch_up(sensor, instance, definitions, None)[1]
+        cursor = catch_up(sensor, instance, definitions, None)[2]
     report(instance, samples, keys, level, level + args.new, args.fill_threads)
     took, steady = tick(sensor, instance, definitions, cursor)
     count, flagged = judged(steady)
