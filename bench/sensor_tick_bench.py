@@ -19,7 +19,8 @@ materialisations a tick, 30 s budget):
 
 - the first tick from an empty cursor (what it judges, the tick's seconds, the peak of Python's
   allocations during it by tracemalloc), and storing its check evaluations as the daemon does;
-- at the last level, every tick until the cursor has caught up (median and slowest);
+- at the last level, every tick until the cursor has caught up (median and slowest): it must judge
+  every materialisation but the already reported ones, or the bench exits with status 1;
 - a steady tick: ``--new`` new materialisations after a caught-up cursor;
 - at the last level, where a first tick's time goes (cProfile): the event log queries of
   finding what is new and of each asset's previous materialisation, the connections Dagster
@@ -112,10 +113,13 @@ def report(
 
     started = time.perf_counter()
     with ThreadPoolExecutor(max_workers=threads) as pool:
-        for round_start in range(start, stop, len(keys)):
-            # A round holds each key once, so no asset's two materialisations race.
+        round_start = start
+        while round_start < stop:
+            # A round holds each key once, so no asset's two materialisations race; a round
+            # that starts mid-way through the keys ends at the last key.
             round_stop = min(stop, (round_start // len(keys) + 1) * len(keys))
             list(pool.map(one, range(round_start, round_stop)))
+            round_start = round_stop
     return time.perf_counter() - started
 
 
@@ -232,11 +236,16 @@ def measure_level(args, sensor, instance, definitions, samples, keys, reported: 
         print("\n".join(tick_profile(sensor, instance, definitions, None)))
         stored = store_evaluations(instance, first)
         print(f"    storing that tick's {count} check evaluations: {stored:6.3f}s")
-        ticks, count, cursor = catch_up(sensor, instance, definitions, None)
+        ticks, caught_up, cursor = catch_up(sensor, instance, definitions, None)
+        # The stored evaluations' materialisations are already reported: not judged again.
+        missed = level - count - caught_up
         print(
-            f"    catching up from an empty cursor: {len(ticks)} ticks judged {count:,} of "
-            f"{level:,}, median {statistics.median(ticks):6.3f}s, slowest {max(ticks):6.3f}s"
+            f"    catching up from an empty cursor: {len(ticks)} ticks judged {caught_up:,} of "
+            f"{level:,} ({count} already reported; {missed} missed), "
+            f"median {statistics.median(ticks):6.3f}s, slowest {max(ticks):6.3f}s"
         )
+        if missed:
+            raise SystemExit(f"the sensor missed {missed} materialisations catching up")
     else:
         cursor = catch_up(sensor, instance, definitions, None)[2]
     report(instance, samples, keys, level, level + args.new, args.fill_threads)
