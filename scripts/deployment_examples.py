@@ -50,6 +50,8 @@ _DEPLOYMENT_VOLATILE = [
     (re.compile(r"(127\.0\.0\.1:)\d+"), r"\1<port>"),
     # A run id the CLI shortens to its first eight characters, alone or with a partition.
     (re.compile(r"(?<![0-9a-f-])[0-9a-f]{8}(?![0-9a-f])"), "<short run id>"),
+    # How many materialisations the flagging tick judged: those stored since the tick before.
+    (re.compile(r"\bjudged \d+ (materialisation\(s\), \d+ flagged)"), r"judged <count> \1"),
 ]
 
 

@@ -51,13 +51,15 @@ def write_instance_yaml(dagster_home: Path, pg: PostgresCluster) -> str:
 
 
 def write_workspace(
-    folder: Path, python_file: Path, location: str, working_directory: Path
+    folder: Path, python_file: Path, location: str, working_directory: Path, executable: Path
 ) -> Path:
-    """A ``workspace.yaml`` with one code location loaded from ``python_file``."""
+    """A ``workspace.yaml`` with one code location loaded from ``python_file`` by the interpreter
+    ``executable`` (its code server and run workers run there)."""
     entry = {
         "python_file": {
             "relative_path": str(python_file),
             "working_directory": str(working_directory),
+            "executable_path": str(executable),
             "location_name": location,
         }
     }

@@ -18,6 +18,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -71,21 +72,29 @@ def cache_root() -> Path:
     return base / "external-python"
 
 
+def built_once(ready: Path, build: Callable[[Path], None]) -> Path:
+    """``ready``, made by ``build(folder)`` into a sibling folder renamed into place on first use
+    (a half-built one is never used; test workers wait for the first to finish)."""
+    if ready.exists():
+        return ready
+    ready.parent.mkdir(parents=True, exist_ok=True)
+    with (ready.parent / "build.lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not ready.exists():
+            building = Path(tempfile.mkdtemp(prefix="building-", dir=ready.parent))
+            build(building)
+            try:
+                building.rename(ready)
+            except OSError:  # another session finished first: use its build
+                shutil.rmtree(building, ignore_errors=True)
+    return ready
+
+
 def external_python(flavour: Flavour = PIPES) -> Path:
     """The interpreter of a virtual environment holding only ubunye-rows and ``flavour``'s extras
-    and pins (built on first use, atomically: a half-built one is never used)."""
-    root = cache_root()
-    ready = root / _source_digest(ROWS_SOURCE, flavour)
-    python = ready / "bin" / "python"
-    if python.exists():
-        return python
-    root.mkdir(parents=True, exist_ok=True)
-    # Test workers (pytest -n) wait for one another here: the first builds, the rest reuse it.
-    with (root / "build.lock").open("w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        if not python.exists():
-            _build(ready, flavour)
-    return python
+    and pins (built on first use)."""
+    ready = cache_root() / _source_digest(ROWS_SOURCE, flavour)
+    return built_once(ready, lambda building: _build(building, flavour)) / "bin" / "python"
 
 
 def executor_python() -> Path:
@@ -94,9 +103,8 @@ def executor_python() -> Path:
     return external_python(EXECUTOR)
 
 
-def _build(ready: Path, flavour: Flavour) -> None:
-    """Build the venv beside ``ready``, then rename it into place."""
-    building = Path(tempfile.mkdtemp(prefix="building-", dir=ready.parent))
+def _build(building: Path, flavour: Flavour) -> None:
+    """Make the venv in ``building`` and install rows/ with ``flavour`` into it."""
     uv = [sys.executable, "-m", "uv"]
     # The test interpreter's Python: Spark refuses workers of another minor version.
     subprocess.run(
@@ -112,7 +120,3 @@ def _build(ready: Path, flavour: Flavour) -> None:
          *flavour.requirements()],
         check=True, timeout=1800, env=env,
     )  # fmt: skip
-    try:
-        building.rename(ready)
-    except OSError:  # another session finished first: use its build
-        shutil.rmtree(building, ignore_errors=True)

@@ -4,13 +4,17 @@ processes, the steps in processes of their own (the multiprocess executor), data
 S3 (moto's server), runs launched through the webserver's GraphQL, and one Spark asset on a
 Spark standalone cluster (the module's ``spark_cluster``: a master and two workers).
 
-The code location is ``tests/locations/deployed_shop.py``, loaded with this interpreter (its
-packages are those of the run workers). One deployment serves the whole module, and the tests
-run in order, each one a promise of the scenario: a run through the queue, the Spark asset, a
-backfill, drift flagged by the daemon's sensor, the daemon killed and restarted, PostgreSQL
-restarted, a step killed while it writes, the records read from another process. The outputs
-docs/deployment.md shows are collected on the way and compared with it by the last test
-(``UBUNYE_WRITE_DEPLOYMENT_DOCS=1`` rewrites them).
+The code location is ``tests/locations/deployed_shop.py``, loaded by the interpreter of a venv of
+its own holding the built wheels (tests/wheel_builds.py: ubunye-rows and ubunye-dagster with the
+s3, polars and spark extras, and dagster-postgres), from a working directory outside the
+repository: its code server, run workers and step processes import the wheels, as a team's
+deployment would; the daemon and the webserver run on this interpreter.
+
+One deployment serves the whole module, and the tests run in order, each one a promise of the
+scenario: a run through the queue, the Spark asset, a backfill, drift flagged by the daemon's
+sensor, the daemon killed and restarted, PostgreSQL restarted, a step killed while it writes, the
+records read from another process. The outputs docs/deployment.md shows are collected on the way
+and compared with it by the last test (``UBUNYE_WRITE_DEPLOYMENT_DOCS=1`` rewrites them).
 """
 
 from __future__ import annotations
@@ -43,6 +47,7 @@ from deployment_services import (
 from object_store import moto_s3
 from postgres_cluster import PostgresCluster, postgres_available, postgres_cluster
 from spark_cluster import SparkCluster, cluster_driver_environment
+from wheel_builds import built_distributions, install_wheels, outside_repository
 
 from example_project.webserver import WebserverError
 from ubunye_core.locations import STORAGE_OPTIONS_ENV, StoreAccess
@@ -96,6 +101,8 @@ class Deployment:
     instance: dg.DagsterInstance
     flags_path: Path
     instance_yaml: str
+    #: The code location's interpreter (its venv holds the wheels).
+    location_python: Path
     runs: dict[str, str] = field(default_factory=dict)
     shown: dict[str, str] = field(default_factory=dict)
 
@@ -109,6 +116,9 @@ class Deployment:
         """``ubunye-dagster ARGS`` in another process and folder, the store's options in
         ``$UBUNYE_STORAGE_OPTIONS``; its standard output."""
         env = {k: v for k, v in self.env.items() if k != "DAGSTER_HOME"}
+        # This interpreter's CLI: the checkout it runs from (a worktree's, on its path).
+        if "PYTHONPATH" in os.environ:
+            env["PYTHONPATH"] = os.environ["PYTHONPATH"]
         done = subprocess.run(
             ["ubunye-dagster", *args], cwd=self.folder, env=env, capture_output=True, text=True,
             timeout=180,
@@ -200,10 +210,10 @@ query BackfillStatus($id: String!) {
 def process_env(
     folder: Path, home: Path, root: str, options: dict[str, Any], spark: SparkCluster
 ) -> dict[str, str]:
-    """The environment of the daemon, the webserver, their code servers and run workers."""
-    path = [str(REPO), str(REPO / "rows"), os.environ.get("PYTHONPATH", "")]
+    """The environment of the daemon, the webserver, their code servers and run workers: nothing
+    on the Python path, so the location imports its venv's wheels, never this checkout."""
     return {
-        **os.environ,
+        **outside_repository(),
         **cluster_driver_environment(spark.executor_python),
         "UBUNYE_DEPLOY_SPARK_CONFIG": json.dumps(spark.session_settings()),
         "UBUNYE_DEPLOY_SPARK_DATA": str(folder / "spark-data"),
@@ -213,10 +223,21 @@ def process_env(
         "UBUNYE_DEPLOY_ROOT": root,
         STORAGE_OPTIONS_ENV: json.dumps(options),
         "UBUNYE_DEPLOY_FLAGS": str(folder / "flags.jsonl"),
-        "PYTHONPATH": os.pathsep.join(part for part in path if part),
         "DAGSTER_DISABLE_TELEMETRY": "1",
         "PYTHONUNBUFFERED": "1",
     }
+
+
+def location_python(folder: Path) -> Path:
+    """A venv in ``folder`` with the built wheels, the extras the location uses and
+    dagster-postgres (the run workers open the instance); its interpreter."""
+    (_, rows_wheel), (_, dagster_wheel) = built_distributions()
+    requirements = [
+        str(rows_wheel),
+        f"ubunye-dagster[s3,polars,spark] @ {dagster_wheel.as_uri()}",
+        "dagster-postgres",
+    ]
+    return install_wheels(folder / "location-venv", requirements, outside_repository())
 
 
 @pytest.fixture(scope="module")
@@ -231,7 +252,8 @@ def deployment(
         root = f"s3://{s3['bucket']}/shop"
         home = folder / "dagster_home"
         instance_yaml = write_instance_yaml(home, pg)
-        workspace = write_workspace(folder, LOCATION_FILE, LOCATION, REPO)
+        python = location_python(folder)
+        workspace = write_workspace(folder, LOCATION_FILE, LOCATION, folder, python)
         env = process_env(folder, home, root, s3["storage_options"], spark_cluster)
         daemon = daemon_process(workspace, env, folder / "daemon.log")
         web = Webserver(workspace, env, folder / "webserver.log", LOCATION)
@@ -242,6 +264,7 @@ def deployment(
                 root=root, storage_options=s3["storage_options"], env=env, folder=folder, pg=pg,
                 web=web, daemon=daemon, workspace=workspace, instance=instance,
                 flags_path=folder / "flags.jsonl", instance_yaml=instance_yaml,
+                location_python=python,
             )  # fmt: skip
 
 
@@ -262,6 +285,22 @@ def load_single_process_shop(base: Path) -> Any:
     return module
 
 
+def assert_imports_from_the_wheels(deployment: Deployment) -> None:
+    """The location's interpreter, in the processes' environment and working directory, imports
+    ubunye_dagster, ubunye_core and the kernel from its venv, not from this checkout."""
+    probe = (
+        "import json, ubunye_core, ubunye_dagster; from ubunye_rows import _kernel; "
+        "print(json.dumps([ubunye_core.__file__, ubunye_dagster.__file__, _kernel.__file__]))"
+    )
+    done = subprocess.run(
+        [str(deployment.location_python), "-c", probe], cwd=deployment.folder,
+        env=deployment.env, capture_output=True, text=True, timeout=120, check=True,
+    )  # fmt: skip
+    venv = deployment.location_python.parent.parent
+    for module in json.loads(done.stdout):
+        assert Path(module).is_relative_to(venv), module
+
+
 def data_version(record: dg.EventLogRecord) -> str | None:
     return record.asset_materialization.tags.get("dagster/data_version")
 
@@ -279,6 +318,9 @@ def test_a_run_through_the_queue_records_each_asset_on_s3_with_the_digests_of_on
     run_id = deployment.launch("shop")
     deployment.runs["first"] = run_id
     assert deployment.finish(run_id) == "SUCCESS", deployment.daemon.log_tail()
+    origin = deployment.run_record(run_id).dagster_run.job_code_origin.repository_origin
+    assert origin.executable_path == str(deployment.location_python)
+    assert_imports_from_the_wheels(deployment)
     kinds = {e.dagster_event_type for e in deployment.instance.all_logs(run_id)}
     assert dg.DagsterEventType.RUN_ENQUEUED in kinds  # the queue, not a direct launch
     step_pids = {

@@ -5,6 +5,7 @@ on its run); a drifted block is caught."""
 from __future__ import annotations
 
 import importlib.util
+import re
 from pathlib import Path
 
 import yaml
@@ -69,3 +70,8 @@ def test_what_changes_from_run_to_run_is_not_a_drift() -> None:
     assert examples.normalised("s3://ubunye-0123456789ab/shop 127.0.0.1:4711") == (
         "s3://ubunye-<bucket>/shop 127.0.0.1:<port>"
     )
+    other_tick = re.sub(
+        r"judged (\d+) ", lambda m: f"judged {int(m[1]) + 1} ", shown["flagged-tick"], count=1
+    )
+    assert other_tick != shown["flagged-tick"]
+    assert examples.normalised(other_tick) == examples.normalised(shown["flagged-tick"])

@@ -11,24 +11,29 @@ environment, so the fresh venv runs beside the same Dagster the rest of the suit
 
 from __future__ import annotations
 
-import importlib.metadata
 import json
-import os
-import platform
 import shutil
-import subprocess
 import sys
 import tarfile
 import textwrap
 import xml.etree.ElementTree as ElementTree
 import zipfile
-from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
 import pandas as pd
 import pytest
 from packaging.utils import parse_wheel_filename
+from wheel_builds import (
+    DISTRIBUTIONS,
+    MANYLINUX_PLATFORM,
+    ROOT,
+    Distribution,
+    built_distributions,
+    install_wheels,
+    outside_repository,
+    run,
+)
 
 from ubunye_rows import fingerprint
 from ubunye_rows.testing.backend_conformance import vectors_for
@@ -42,37 +47,6 @@ pytestmark = [
     pytest.mark.skipif(sys.platform != "linux", reason="the manylinux wheel is built on Linux"),
 ]
 
-ROOT = Path(__file__).resolve().parent.parent
-
-
-@dataclass(frozen=True)
-class Distribution:
-    """One distribution the project publishes: its source folder, packages and sdist extras."""
-
-    source: Path
-    packages: tuple[str, ...]
-    #: Files besides the packages' modules that the sdist must carry, relative to ``source``.
-    sdist_files: tuple[str, ...]
-
-
-#: Every distribution the project publishes, built and installed together, the one the other
-#: depends on first.
-DISTRIBUTIONS = (
-    Distribution(
-        ROOT / "rows",
-        ("ubunye_rows",),
-        ("README.md", "pyproject.toml", "ubunye_rows/testing/golden_rows_v1.json"),
-    ),
-    Distribution(
-        ROOT, ("ubunye_core", "ubunye_dagster"), ("README.md", "LICENSE", "pyproject.toml")
-    ),
-)
-TIMEOUT = 900
-
-#: The rows wheel's tag: glibc 2.17, the oldest a Rust extension can target (Rust's standard
-#: library needs 2.17), so the widest manylinux tag there is.
-MANYLINUX = "manylinux2014"
-MANYLINUX_PLATFORM = f"manylinux_2_17_{platform.machine()}"
 #: The compiled kernel, the one file of the rows wheel that git does not track.
 KERNEL = "ubunye_rows/_kernel.abi3.so"
 #: The stripped kernel is under 2 MB and its wheel under 1 MB; past this bound something else
@@ -142,64 +116,6 @@ def expected_frames() -> dict[str, pd.DataFrame]:
     return {"orders": orders, "order_totals": orders.assign(total=orders["amount"].fillna(0) * 2)}
 
 
-def outside_repository(**extra: str) -> dict[str, str]:
-    """This process's environment without the repository on the Python path, ``extra`` added."""
-    base = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
-    return {**base, **extra}
-
-
-def run(
-    command: list[str], cwd: Path, env: Mapping[str, str] | None = None
-) -> subprocess.CompletedProcess[str]:
-    """Run ``command`` in ``cwd`` with ``env`` (default: :func:`outside_repository`); fail with
-    its output."""
-    result = subprocess.run(
-        command,
-        cwd=cwd,
-        env=dict(env) if env is not None else outside_repository(),
-        capture_output=True,
-        text=True,
-        timeout=TIMEOUT,
-        check=False,
-    )
-    assert result.returncode == 0, f"{command}\n{result.stdout[-3000:]}\n{result.stderr[-3000:]}"
-    return result
-
-
-def build_sdist(source: Path, outdir: Path) -> Path:
-    """``python -m build --sdist`` of ``source`` into ``outdir``."""
-    run([sys.executable, "-m", "build", "--sdist", "--outdir", str(outdir), str(source)], outdir)
-    [sdist] = outdir.glob("*.tar.gz")
-    return sdist
-
-
-def build_rows(outdir: Path) -> tuple[Path, Path]:
-    """The ubunye-rows sdist and the abi3 manylinux wheel maturin builds from it, zig linking
-    against glibc 2.17."""
-    sdist = build_sdist(ROOT / "rows", outdir)
-    with tarfile.open(sdist) as archive:
-        archive.extractall(outdir / "unpacked", filter="data")
-    [source] = (outdir / "unpacked").iterdir()
-    command = [sys.executable, "-m", "maturin", "build", "--release", "--locked", "--zig"]
-    command += ["--compatibility", MANYLINUX, "--out", str(outdir)]
-    # The compiled crates are kept in the checkout's target folder, so a second session builds
-    # only the kernel's own crate; zig is this interpreter's (the `ziglang` package).
-    env = outside_repository(
-        CARGO_TARGET_DIR=str(ROOT / "rows" / "target"), CARGO_ZIGBUILD_PYTHON_PATH=sys.executable
-    )
-    run(command, cwd=source, env=env)
-    [wheel] = outdir.glob("*.whl")
-    return sdist, wheel
-
-
-def build_pure_python(source: Path, outdir: Path) -> tuple[Path, Path]:
-    """``python -m build`` of ``source``: the sdist, then the wheel built from that sdist."""
-    run([sys.executable, "-m", "build", "--outdir", str(outdir), str(source)], cwd=outdir)
-    [sdist] = outdir.glob("*.tar.gz")
-    [wheel] = outdir.glob("*.whl")
-    return sdist, wheel
-
-
 def module_files(dist: Distribution) -> set[str]:
     """Every file of ``dist``'s packages that git tracks (modules and data), relative to its
     source folder."""
@@ -216,24 +132,6 @@ def wheel_contents(wheel: Path) -> tuple[set[str], set[str]]:
     return names - info, info
 
 
-def normalised(name: str) -> str:
-    """A distribution name as pip compares it (PEP 503)."""
-    return name.lower().replace("_", "-").replace(".", "-")
-
-
-def constraints_of_this_environment(path: Path, own: set[str]) -> Path:
-    """A pip constraints file pinning every distribution of the running environment (but the
-    ``own`` ones being built) to its version here: the fresh venv gets the same Dagster, from
-    uv's cache."""
-    pins = sorted(
-        f"{dist.metadata['Name']}=={dist.version}"
-        for dist in importlib.metadata.distributions()
-        if dist.metadata["Name"] and normalised(dist.metadata["Name"]) not in own
-    )
-    path.write_text("\n".join(pins) + "\n", encoding="utf-8")
-    return path
-
-
 def toolchain_free_environment(bin_dir: Path, empty: Path) -> dict[str, str]:
     """The fresh venv's environment: PATH is its bin/ alone, no variable names a Rust toolchain,
     and cargo's and rustup's homes are empty folders, so nothing there can find cargo or rustc."""
@@ -246,10 +144,10 @@ def toolchain_free_environment(bin_dir: Path, empty: Path) -> dict[str, str]:
 
 
 @pytest.fixture(scope="session")
-def built(tmp_path_factory) -> list[tuple[Path, Path]]:
-    """``(sdist, wheel)`` of each distribution, in ``DISTRIBUTIONS`` order, built once."""
-    rows = build_rows(tmp_path_factory.mktemp("dist-rows"))
-    return [rows, build_pure_python(ROOT, tmp_path_factory.mktemp("dist-dagster"))]
+def built() -> list[tuple[Path, Path]]:
+    """``(sdist, wheel)`` of each distribution, in ``DISTRIBUTIONS`` order (tests/wheel_builds.py:
+    built once per content of the sources)."""
+    return built_distributions()
 
 
 @pytest.fixture(scope="module")
@@ -257,17 +155,11 @@ def installed(built, tmp_path_factory) -> FreshVenv:
     """A fresh venv with the built wheels and pytest installed (by uv, from wheels only: seconds,
     where pip takes a minute), in an environment where no Rust toolchain can be found."""
     folder = tmp_path_factory.mktemp("fresh-venv")
-    home = folder / "venv"
-    uv = [sys.executable, "-m", "uv"]
-    run([*uv, "venv", "--quiet", str(home)], cwd=folder)
-    bin_dir = home / "bin"
+    bin_dir = folder / "venv" / "bin"
     env = toolchain_free_environment(bin_dir, folder / "no-toolchain")
     assert [tool for tool in ("cargo", "rustc") if shutil.which(tool, path=env["PATH"])] == []
-    own = {normalised(wheel.name.split("-")[0]) for _, wheel in built}
-    constraints = constraints_of_this_environment(folder / "constraints.txt", own)
     wheels = [str(wheel) for _, wheel in built]
-    install = [*uv, "pip", "install", "--quiet", "--no-build", "--python", str(bin_dir / "python")]
-    run([*install, "-c", str(constraints), *wheels, "pytest"], cwd=folder, env=env)
+    install_wheels(folder / "venv", [*wheels, "pytest"], env, build=False)
     return FreshVenv(bin_dir, env)
 
 
