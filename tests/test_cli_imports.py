@@ -1,6 +1,6 @@
 """The command line loads only what a command needs: its help and a search of a local store load
-none of the heavy libraries, a listing of a local store only the table printer (it prints the
-indexed documents, no record model)."""
+none of the heavy libraries, a listing and a trace of a local store only the printer (they print
+the indexed documents, no record model)."""
 
 from __future__ import annotations
 
@@ -58,6 +58,15 @@ def test_list_of_a_local_store_imports_only_the_table_printer(tmp_path):
     assert heavy_imports(args, tmp_path) == {"code": 0, "heavy": ["rich"]}
 
 
+def test_trace_of_a_local_stores_newest_run_imports_only_the_tree_printer(tmp_path):
+    store = LineageStore.for_usecase_dir(tmp_path)
+    store.save(RunRecord(run_id="r1", usecase="shop", package="sales", task_name="daily",
+                         started_at="2026-01-01T00:00:00Z", status="success"))  # fmt: skip
+    args = ["lineage", "trace", "-u", "shop", "-p", "sales", "-t", "daily"]
+    assert heavy_imports(args, tmp_path) == {"code": 0, "heavy": ["rich"]}
+    assert heavy_imports([*args, "--json"], tmp_path) == {"code": 0, "heavy": ["rich"]}
+
+
 @pytest.mark.parametrize("as_json", [False, True], ids=["lines", "json"])
 def test_a_search_of_a_local_store_imports_none_of_the_heavy_libraries(tmp_path, as_json):
     store = LineageStore.for_usecase_dir(tmp_path)
@@ -81,13 +90,16 @@ print(json.dumps({"code": code, "scanned": _loader._plugins is not None,
 """
 
 
-def test_trace_as_a_program_skips_pydantics_plugin_scan_and_draws_no_table(tmp_path):
+def test_trace_of_a_named_run_as_a_program_skips_pydantics_plugin_scan_and_draws_no_table(
+    tmp_path,
+):
     store = LineageStore.for_usecase_dir(tmp_path)
     store.save(RunRecord(run_id="r1", usecase="shop", package="sales", task_name="daily",
                          started_at="2026-01-01T00:00:00Z", status="success"))  # fmt: skip
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), str(REPO / "rows")])}
     env.pop("PYDANTIC_DISABLE_PLUGINS", None)
-    args = ["lineage", "trace", "-u", "shop", "-p", "sales", "-t", "daily"]
+    # A named run is loaded through the record model (a listing's document is the newest's).
+    args = ["lineage", "trace", "-u", "shop", "-p", "sales", "-t", "daily", "--run-id", "r1"]
     found = subprocess.run([sys.executable, "-c", _TRACE_PROBE, *args], cwd=tmp_path, env=env,
                            capture_output=True, text=True, check=True)  # fmt: skip
     report = json.loads(found.stdout.splitlines()[-1])

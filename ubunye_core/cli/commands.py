@@ -163,6 +163,17 @@ def _latest(store: LineageStore, task_path: str, run_id: str | None) -> RunRecor
     return record
 
 
+def _latest_document(store: LineageStore, task_path: str, run_id: str | None) -> dict[str, Any]:
+    """The run's record as its document (``RunRecord.to_dict``'s): the newest run's as the
+    listing holds it, so no record model is built, or ``run_id``'s."""
+    if run_id:
+        return store.load(task_path, run_id).to_dict()
+    newest = next(store.iter_entries(task_path), None)
+    if newest is None:
+        raise CliError(f"no lineage records for task {task_path} in {store.root}")
+    return json.loads(newest.document())
+
+
 def earlier_first(a: RunRecord, b: RunRecord) -> tuple[RunRecord, RunRecord]:
     """The two runs as (previous, current) by ``started_at``; ``a`` first on a tie or when a
     time cannot be read."""
@@ -380,7 +391,7 @@ def trace_command(selection: Selection, run_id: str | None) -> None:
     """
     from ubunye_core.cli.render import trace_document, trace_tree
 
-    record = _latest(selection.store, selection.task_path(), run_id)
+    record = _latest_document(selection.store, selection.task_path(), run_id)
     selection.print(trace_document(record), trace_tree(record))
 
 

@@ -8,7 +8,7 @@ can read either tool's output; ``trace`` adds the v2 evidence beside them.
 from __future__ import annotations
 
 import textwrap
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
@@ -21,35 +21,36 @@ from ubunye_core.wording import counted
 if TYPE_CHECKING:
     from rich.table import Table
 
-    from ubunye_core.records.model import RunRecord, StepRecord
     from ubunye_core.store import ReindexReport
 
+#: A run record's document as ``RunRecord.to_dict`` gives it (every field present, the record
+#: model's defaults filled in): what ``trace`` prints, so it builds no record model.
+Document = Mapping[str, Any]
 #: Width of a trace value before it wraps (at a word boundary, under the value's first word).
 _VALUE_WIDTH = 100
 #: Width of a step detail's label (``hashed in``), so the values line up.
 _LABEL_WIDTH = 9
 
 
-def trace_document(record: RunRecord) -> dict[str, Any]:
+def trace_document(record: Document) -> dict[str, Any]:
     """``trace --json``: the reference's keys (task, run, steps), then the v2 evidence."""
-    data = record.to_dict()
     return {
-        "task": record.task_path,
-        "run_id": record.run_id,
-        "status": record.status,
-        "error": record.error,
-        "inputs": data["inputs"],
-        "transform": record.task_name,
-        "outputs": data["outputs"],
-        "started_at": record.started_at,
-        "ended_at": record.ended_at,
-        "duration_sec": record.duration_sec,
-        "record_version": record.record_version,
-        "code_hash": record.code_hash,
-        "environment": data["environment"],
-        "environment_hash": record.environment_hash,
-        "timings": data["timings"],
-        "expectations": data["expectations"],
+        "task": record["task_path"],
+        "run_id": record["run_id"],
+        "status": record["status"],
+        "error": record["error"],
+        "inputs": record["inputs"],
+        "transform": record["task_name"],
+        "outputs": record["outputs"],
+        "started_at": record["started_at"],
+        "ended_at": record["ended_at"],
+        "duration_sec": record["duration_sec"],
+        "record_version": record["record_version"],
+        "code_hash": record["code_hash"],
+        "environment": record["environment"],
+        "environment_hash": record["environment_hash"],
+        "timings": record["timings"],
+        "expectations": record["expectations"],
     }
 
 
@@ -116,30 +117,34 @@ def reindex_text(report: ReindexReport, root: Any) -> str:
     )
 
 
-def _step_branch(parent: Tree, step: StepRecord) -> None:
-    node = parent.add(Text.assemble(("[", "dim"), step.format or "?", ("] ", "dim"), step.name))
-    rows = f"{step.row_count:,}" if step.row_count is not None else NOT_RECORDED
-    lines = [("location", step.location or NOT_RECORDED), ("rows", rows)]
-    if step.schema_hash:
-        lines.append(("schema", step.schema_hash))
-    if step.data_hash:
-        lines.append(("data", step.data_hash))
-    elif step.hash_error:
-        lines.append(("data", f"unavailable ({step.hash_error})"))
+def _step_branch(parent: Tree, step: Document) -> None:
+    node = parent.add(
+        Text.assemble(("[", "dim"), step["format"] or "?", ("] ", "dim"), step["name"])
+    )
+    rows = f"{step['row_count']:,}" if step["row_count"] is not None else NOT_RECORDED
+    lines = [("location", step["location"] or NOT_RECORDED), ("rows", rows)]
+    if step["schema_hash"]:
+        lines.append(("schema", step["schema_hash"]))
+    if step["data_hash"]:
+        lines.append(("data", step["data_hash"]))
+    elif step["hash_error"]:
+        lines.append(("data", f"unavailable ({step['hash_error']})"))
     else:
         lines.append(("data", "not hashed"))
-    if step.hash_method:
-        lines.append(("method", step.hash_method))
-    if step.hash_seconds is not None:
-        lines.append(("hashed in", seconds_text(step.hash_seconds)))
-    if step.hash_basis:
-        lines.append(("hash from", step.hash_basis))
-    if step.hash_reused_from:
-        lines.append(("hash of", f"{step.hash_reused_from} (same frame)"))
+    if step["hash_method"]:
+        lines.append(("method", step["hash_method"]))
+    if step["hash_seconds"] is not None:
+        lines.append(("hashed in", seconds_text(step["hash_seconds"])))
+    if step["hash_basis"]:
+        lines.append(("hash from", step["hash_basis"]))
+    if step["hash_reused_from"]:
+        lines.append(("hash of", f"{step['hash_reused_from']} (same frame)"))
     for label, value in lines:
         node.add(labelled(label, value))
-    if step.source_note:
-        node.add(labelled("source", step.source_note, "yellow" if step.source_changed else ""))
+    if step["source_note"]:
+        node.add(
+            labelled("source", step["source_note"], "yellow" if step["source_changed"] else "")
+        )
 
 
 def labelled(label: str, value: Any, style: str = "") -> Text:
@@ -152,7 +157,7 @@ def labelled(label: str, value: Any, style: str = "") -> Text:
     return Text(head + ("\n" + " " * len(head)).join(wrapped), style=style)
 
 
-def _steps_branch(tree: Tree, title: str, steps: list[StepRecord]) -> None:
+def _steps_branch(tree: Tree, title: str, steps: Sequence[Document]) -> None:
     branch = tree.add(Text(title, style="cyan"))
     if not steps:
         branch.add(Text("(none recorded)", style="dim"))
@@ -160,23 +165,23 @@ def _steps_branch(tree: Tree, title: str, steps: list[StepRecord]) -> None:
         _step_branch(branch, step)
 
 
-def _evidence_branch(tree: Tree, record: RunRecord) -> None:
+def _evidence_branch(tree: Tree, record: Document) -> None:
     branch = tree.add(Text("CODE AND ENVIRONMENT", style="cyan"))
-    env = record.environment or {}
+    env = record["environment"] or {}
     packages = sorted((env.get("packages") or {}).items())
     width = max([len("environment"), *(len(name) for name, _ in packages)])
     python = f"{env.get('python', NOT_RECORDED)} ({env.get('implementation', '?')})"
     machine = f"{env.get('platform', '?')} {env.get('machine', '')}".rstrip()
-    branch.add(f"{'code':<{width}} : {record.code_hash or NOT_RECORDED}")
+    branch.add(f"{'code':<{width}} : {record['code_hash'] or NOT_RECORDED}")
     branch.add(f"{'python':<{width}} : {python} on {machine}")
     for name, version in packages:
         branch.add(f"{name:<{width}} : {version}")
-    branch.add(f"{'environment':<{width}} : {record.environment_hash or NOT_RECORDED}")
-    if record.timings:
-        _timings_branch(tree, record.timings)
-    if record.expectations:
+    branch.add(f"{'environment':<{width}} : {record['environment_hash'] or NOT_RECORDED}")
+    if record["timings"]:
+        _timings_branch(tree, record["timings"])
+    if record["expectations"]:
         checks = tree.add(Text("EXPECTATIONS", style="cyan"))
-        for rule in record.expectations:
+        for rule in record["expectations"]:
             passed = bool(rule.get("passed"))
             mark = "ok" if passed else str(rule.get("severity") or "failed")
             frame = rule.get("output", "?")
@@ -203,38 +208,38 @@ def _timings_branch(tree: Tree, timings: Sequence[dict[str, Any]]) -> None:
         branch.add(f"{step:<{step_width}}  {where:<{where_width}}  {shown:>10}")
 
 
-def version_text(record: RunRecord) -> str:
+def version_text(record: Document) -> str:
     """The code version of what made the rows, said in Dagster's words: ``v3 (the asset's
     code_version)``, or that the asset sets none."""
-    maker = record.model or "step"
-    if record.version:
-        return f"{record.version} (the {maker}'s code_version)"
+    maker = record["model"] or "step"
+    if record["version"]:
+        return f"{record['version']} (the {maker}'s code_version)"
     return f"not set (the {maker} has no code_version)"
 
 
-def trace_tree(record: RunRecord) -> Tree:
+def trace_tree(record: Document) -> Tree:
     """``trace``: inputs, transform, outputs with hashes and row counts, then the v2 evidence."""
-    head = Text.assemble(("Lineage trace: ", "bold"), (record.task_path, "bold"))
+    head = Text.assemble(("Lineage trace: ", "bold"), (record["task_path"], "bold"))
     tree = Tree(head)
     run = Text.assemble(
-        f"run {record.run_id}  [", _status(record.status), f"]  {record.started_at[:19]}"
+        f"run {record['run_id']}  [", _status(record["status"]), f"]  {record['started_at'][:19]}"
     )
-    if record.duration_sec is not None:
-        run.append(f"  ({seconds_text(record.duration_sec)})")
+    if record["duration_sec"] is not None:
+        run.append(f"  ({seconds_text(record['duration_sec'])})")
     tree.add(run)
-    if record.error:
-        tree.add(Text(f"error: {record.error}", style="red"))
-    if record.model or record.version:
+    if record["error"]:
+        tree.add(Text(f"error: {record['error']}", style="red"))
+    if record["model"] or record["version"]:
         tree.add(Text(f"code version: {version_text(record)}"))
-    _steps_branch(tree, "INPUTS", record.inputs)
-    tree.add(Text("TRANSFORM", style="cyan")).add(record.task_name)
-    _steps_branch(tree, "OUTPUTS", record.outputs)
-    if record.record_version >= 2:
+    _steps_branch(tree, "INPUTS", record["inputs"])
+    tree.add(Text("TRANSFORM", style="cyan")).add(record["task_name"])
+    _steps_branch(tree, "OUTPUTS", record["outputs"])
+    if record["record_version"] >= 2:
         _evidence_branch(tree, record)
     else:
         tree.add(
             Text(
-                f"record version {record.record_version}: no code, environment, timings or "
+                f"record version {record['record_version']}: no code, environment, timings or "
                 f"expectations were recorded",
                 style="dim",
             )
