@@ -222,6 +222,30 @@ def test_trace_of_a_version_1_record_says_it_has_no_evidence(capsys, tmp_path):
     assert code == 0 and "record version 1" in out and "CODE AND ENVIRONMENT" not in out
 
 
+@pytest.mark.parametrize("index", [True, False], ids=["index", "files"])
+@pytest.mark.parametrize("as_json", [False, True], ids=["tree", "json"])
+def test_trace_of_the_newest_run_prints_what_trace_of_it_by_run_id_prints(
+    capsys, tmp_path, index, as_json
+):
+    # The newest run is printed from its listed document, a named one through the record
+    # model: the same text, for a version 1 file written by hand with nulls and gaps too.
+    old = record("old-1", 1, duration_sec=3, version="v3", model="asset").to_dict()
+    for key in ("record_version", "code_hash", "environment_hash", "timings", "profile"):
+        old.pop(key)
+    old["expectations"] = None
+    folder = tmp_path / ".ubunye" / "lineage" / "dagster" / "default" / TASK
+    folder.mkdir(parents=True)
+    (folder / "old-1.json").write_text(json.dumps(old), encoding="utf-8")
+    options = [*by_task(tmp_path), *([] if index else ["--no-index"])]
+    options += ["--json"] if as_json else []
+
+    newest = run_cli(capsys, "lineage", "trace", *options)
+    named = run_cli(capsys, "lineage", "trace", *options, "--run-id", "old-1")
+
+    assert newest == named and newest[0] == 0
+    assert "old-1" in newest[1] and ("record version 1" in newest[1]) is not as_json
+
+
 def test_asset_compare_without_run_ids_compares_the_latest_two(capsys, usecase_dir):
     args = ["-d", str(usecase_dir), "--asset", "raw/orders", "--json"]
     code, out, _ = run_cli(capsys, "lineage", "compare", *args)
