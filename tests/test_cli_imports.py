@@ -46,22 +46,26 @@ def heavy_imports(args: list[str], cwd: Path) -> dict:
     return json.loads(found.stdout.splitlines()[-1])
 
 
+def save_one_run(usecase_dir: Path, status: str) -> None:
+    """A local store under ``usecase_dir`` holding one run of shop/sales/daily."""
+    LineageStore.for_usecase_dir(usecase_dir).save(
+        RunRecord(run_id="r1", usecase="shop", package="sales", task_name="daily",
+                  started_at="2026-01-01T00:00:00Z", status=status)
+    )  # fmt: skip
+
+
 def test_help_imports_none_of_the_heavy_libraries(tmp_path):
     assert heavy_imports(["--help"], tmp_path) == {"code": 0, "heavy": []}
 
 
 def test_list_of_a_local_store_imports_only_the_table_printer(tmp_path):
-    store = LineageStore.for_usecase_dir(tmp_path)
-    store.save(RunRecord(run_id="r1", usecase="shop", package="sales", task_name="daily",
-                         started_at="2026-01-01T00:00:00Z", status="success"))  # fmt: skip
+    save_one_run(tmp_path, "success")
     args = ["lineage", "list", "-u", "shop", "-p", "sales", "-t", "daily"]
     assert heavy_imports(args, tmp_path) == {"code": 0, "heavy": ["rich"]}
 
 
 def test_trace_of_a_local_stores_newest_run_imports_only_the_tree_printer(tmp_path):
-    store = LineageStore.for_usecase_dir(tmp_path)
-    store.save(RunRecord(run_id="r1", usecase="shop", package="sales", task_name="daily",
-                         started_at="2026-01-01T00:00:00Z", status="success"))  # fmt: skip
+    save_one_run(tmp_path, "success")
     args = ["lineage", "trace", "-u", "shop", "-p", "sales", "-t", "daily"]
     assert heavy_imports(args, tmp_path) == {"code": 0, "heavy": ["rich"]}
     assert heavy_imports([*args, "--json"], tmp_path) == {"code": 0, "heavy": ["rich"]}
@@ -69,9 +73,7 @@ def test_trace_of_a_local_stores_newest_run_imports_only_the_tree_printer(tmp_pa
 
 @pytest.mark.parametrize("as_json", [False, True], ids=["lines", "json"])
 def test_a_search_of_a_local_store_imports_none_of_the_heavy_libraries(tmp_path, as_json):
-    store = LineageStore.for_usecase_dir(tmp_path)
-    store.save(RunRecord(run_id="r1", usecase="shop", package="sales", task_name="daily",
-                         started_at="2026-01-01T00:00:00Z", status="error"))  # fmt: skip
+    save_one_run(tmp_path, "error")
     args = ["lineage", "search", "--status", "error", *(["--json"] if as_json else [])]
     assert heavy_imports(args, tmp_path) == {"code": 0, "heavy": []}
 
@@ -93,9 +95,7 @@ print(json.dumps({"code": code, "scanned": _loader._plugins is not None,
 def test_trace_of_a_named_run_as_a_program_skips_pydantics_plugin_scan_and_draws_no_table(
     tmp_path,
 ):
-    store = LineageStore.for_usecase_dir(tmp_path)
-    store.save(RunRecord(run_id="r1", usecase="shop", package="sales", task_name="daily",
-                         started_at="2026-01-01T00:00:00Z", status="success"))  # fmt: skip
+    save_one_run(tmp_path, "success")
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), str(REPO / "rows")])}
     env.pop("PYDANTIC_DISABLE_PLUGINS", None)
     # A named run is loaded through the record model (a listing's document is the newest's).
