@@ -338,6 +338,9 @@ def test_a_run_through_the_queue_records_each_asset_on_s3_with_the_digests_of_on
         assert record.status == "success", asset
         assert output.data_hash == data_hash(materialised) == data_version(materialised), asset
         assert store.path_for(task_path(asset), run_id).protocol == "s3"
+        # Made in the location's venv: this interpreter's ubunye-engine (a test dependency) is
+        # not among the packages the step's environment recorded.
+        assert "ubunye-engine" not in record.environment["packages"], asset
         digests[asset] = output.data_hash
 
     single = load_single_process_shop(tmp_path / "single").defs
