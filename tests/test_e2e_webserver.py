@@ -21,9 +21,7 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -40,6 +38,7 @@ from components_project import (
     create_project,
     receipts_yaml,
 )
+from reference_cli import reference_cli
 
 from example_project.definitions import DRIFT_SENSOR, MAIN_JOB, USECASE
 from example_project.run import DAYS
@@ -61,14 +60,6 @@ FAILING = "failing_before_io"
 ASSET_JOB = "__ASSET_JOB"
 #: The task path both plain locations' failing asset writes its `error` record to.
 UNREACHABLE_TASK = "dagster/intake/unreachable_source"
-
-
-def reference_cli() -> str:
-    """The reference implementation's `ubunye` console script, next to this Python first."""
-    beside = Path(sys.executable).with_name("ubunye")
-    found = str(beside) if beside.exists() else shutil.which("ubunye")
-    assert found, "the reference CLI `ubunye` (ubunye-engine, a dev dependency) is not installed"
-    return found
 
 
 def workspace_entry(target: str, location: str, working_directory: Path) -> str:

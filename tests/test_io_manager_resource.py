@@ -11,6 +11,7 @@ import dagster as dg
 import pandas as pd
 import pytest
 from disk_flushes import NAMES_FDS, flushed_files
+from reference_cli import reference_cli
 
 from ubunye_core.store import LineageStore
 from ubunye_dagster import UbunyeIOManager, UbunyeResource, with_error_records
@@ -124,7 +125,7 @@ def test_records_are_readable_by_the_reference_cli(tmp_path):
     assert ubunye  # the reference is installed as the test oracle
 
     listed = subprocess.run(
-        ["ubunye", "lineage", "list", "-d", str(tmp_path), "-u", "dagster", "-p", "stock",
+        [reference_cli(), "lineage", "list", "-d", str(tmp_path), "-u", "dagster", "-p", "stock",
          "-t", "exported_stock", "--json"],
         capture_output=True, text=True, check=True, timeout=120,
     )  # fmt: skip

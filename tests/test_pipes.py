@@ -16,6 +16,7 @@ from typing import Any
 import dagster as dg
 import pandas as pd
 import pytest
+from reference_cli import reference_cli
 
 from ubunye_core.cli import main as ubunye_dagster_cli
 from ubunye_core.records.drift import INPUTS_CHANGED, SAME_INPUTS
@@ -221,7 +222,7 @@ def test_the_reference_cli_reads_the_record_of_a_pipes_asset(shop):
     result = materialise(shop, [orders_asset(shop)])
 
     listed = subprocess.run(
-        ["ubunye", "lineage", "list", "-d", str(shop.root), "-u", "dagster", "-p", "shop",
+        [reference_cli(), "lineage", "list", "-d", str(shop.root), "-u", "dagster", "-p", "shop",
          "-t", "orders", "--json"],
         capture_output=True, text=True, check=True, timeout=120,
     )  # fmt: skip
@@ -229,7 +230,7 @@ def test_the_reference_cli_reads_the_record_of_a_pipes_asset(shop):
     assert (run["run_id"], run["status"]) == (result.run_id, "success")
     assert run["outputs"][0]["data_hash"] == fingerprint(kept_orders(RAW)).data_hash
     traced = subprocess.run(
-        ["ubunye", "lineage", "trace", "-d", str(shop.root), "-u", "dagster", "-p", "shop",
+        [reference_cli(), "lineage", "trace", "-d", str(shop.root), "-u", "dagster", "-p", "shop",
          "-t", "orders", "--run-id", result.run_id],
         capture_output=True, text=True, check=True, timeout=120,
     )  # fmt: skip
@@ -350,7 +351,7 @@ def test_both_clis_trace_the_record_of_a_job_that_reported_nothing(failed_at_sta
     shop, result = failed_at_start
     args = trace_args(shop, "shop.orders", result.run_id)
     theirs = subprocess.run(
-        ["ubunye", "lineage", "trace", *args], capture_output=True, text=True, timeout=120
+        [reference_cli(), "lineage", "trace", *args], capture_output=True, text=True, timeout=120
     )
     assert theirs.returncode == 0, theirs.stderr
     printed = " ".join(theirs.stdout.split())
