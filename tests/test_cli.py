@@ -375,3 +375,17 @@ def test_the_console_script_is_installed_and_runs(usecase_dir):
     )  # fmt: skip
     assert result.returncode == 0, result.stderr
     assert json.loads(result.stdout)["run_id"] == "run-bbb2"
+
+
+def test_trace_prints_a_listed_document_only_when_it_holds_every_field_trace_prints():
+    # Else (an index written by an older record model) the newest run is loaded through the model.
+    from ubunye_core.cli.render import holds_every_traced_field
+
+    document = record("run-1", 1).to_dict()
+    without_model = {key: value for key, value in document.items() if key != "model"}
+    step_without_basis = {k: v for k, v in document["outputs"][0].items() if k != "hash_basis"}
+
+    assert holds_every_traced_field(document)
+    assert not holds_every_traced_field(without_model)
+    assert not holds_every_traced_field({**document, "outputs": [step_without_basis]})
+    assert holds_every_traced_field(RunRecord.model_validate(without_model).to_dict())

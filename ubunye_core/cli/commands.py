@@ -165,13 +165,16 @@ def _latest(store: LineageStore, task_path: str, run_id: str | None) -> RunRecor
 
 def _latest_document(store: LineageStore, task_path: str, run_id: str | None) -> dict[str, Any]:
     """The run's record as its document (``RunRecord.to_dict``'s): the newest run's as the
-    listing holds it, so no record model is built, or ``run_id``'s."""
+    listing holds it, so no record model is built (unless it lacks a field), or ``run_id``'s."""
+    from ubunye_core.cli.render import holds_every_traced_field
+
     if run_id:
         return store.load(task_path, run_id).to_dict()
     newest = next(store.iter_entries(task_path), None)
     if newest is None:
         raise CliError(f"no lineage records for task {task_path} in {store.root}")
-    return json.loads(newest.document())
+    document = json.loads(newest.document())
+    return document if holds_every_traced_field(document) else newest.record().to_dict()
 
 
 def earlier_first(a: RunRecord, b: RunRecord) -> tuple[RunRecord, RunRecord]:

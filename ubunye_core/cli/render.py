@@ -26,6 +26,28 @@ if TYPE_CHECKING:
 #: A run record's document as ``RunRecord.to_dict`` gives it (every field present, the record
 #: model's defaults filled in): what ``trace`` prints, so it builds no record model.
 Document = Mapping[str, Any]
+#: The fields of a record and of its steps that ``trace`` prints.
+TRACED_FIELDS = frozenset({
+    "task_path", "run_id", "status", "error", "inputs", "task_name", "outputs", "started_at",
+    "ended_at", "duration_sec", "record_version", "code_hash", "environment",
+    "environment_hash", "timings", "expectations", "model", "version",
+})  # fmt: skip
+TRACED_STEP_FIELDS = frozenset({
+    "name", "format", "location", "row_count", "schema_hash", "data_hash", "hash_error",
+    "hash_method", "hash_seconds", "hash_basis", "hash_reused_from", "source_note",
+    "source_changed",
+})  # fmt: skip
+
+
+def holds_every_traced_field(document: Document) -> bool:
+    """Whether ``document`` has every field ``trace`` prints, in the record and in each step (an
+    index written by an older model may lack a newer field)."""
+    steps = [*(document.get("inputs") or ()), *(document.get("outputs") or ())]
+    return document.keys() >= TRACED_FIELDS and all(
+        isinstance(step, Mapping) and step.keys() >= TRACED_STEP_FIELDS for step in steps
+    )
+
+
 #: Width of a trace value before it wraps (at a word boundary, under the value's first word).
 _VALUE_WIDTH = 100
 #: Width of a step detail's label (``hashed in``), so the values line up.
