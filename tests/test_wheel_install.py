@@ -144,7 +144,7 @@ def toolchain_free_environment(bin_dir: Path, empty: Path) -> dict[str, str]:
 
 
 @pytest.fixture(scope="session")
-def built() -> list[tuple[Path, Path]]:
+def built() -> tuple[tuple[Path, Path], ...]:
     """``(sdist, wheel)`` of each distribution, in ``DISTRIBUTIONS`` order (tests/wheel_builds.py:
     built once per content of the sources)."""
     return built_distributions()

@@ -9,6 +9,7 @@ test's code location.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import importlib.metadata
 import os
@@ -147,25 +148,24 @@ def _sources_digest() -> str:
 
 def _build_all(folder: Path) -> None:
     """Build every distribution's sdist and wheel into ``folder/<index>/``."""
-    build_rows(_made(folder / "0"))
-    build_pure_python(ROOT, _made(folder / "1"))
+    rows, dagster = folder / "0", folder / "1"
+    rows.mkdir()
+    dagster.mkdir()
+    build_rows(rows)
+    build_pure_python(ROOT, dagster)
 
 
-def _made(folder: Path) -> Path:
-    folder.mkdir(parents=True)
-    return folder
-
-
-def built_distributions() -> list[tuple[Path, Path]]:
+@functools.cache
+def built_distributions() -> tuple[tuple[Path, Path], ...]:
     """``(sdist, wheel)`` of each distribution, in ``DISTRIBUTIONS`` order, built once per
-    content of the sources."""
+    content of the sources (looked up once per test process)."""
     ready = built_once(cache_root().parent / "wheels" / _sources_digest(), _build_all)
     built = []
     for index in range(len(DISTRIBUTIONS)):
         [sdist] = (ready / str(index)).glob("*.tar.gz")
         [wheel] = (ready / str(index)).glob("*.whl")
         built.append((sdist, wheel))
-    return built
+    return tuple(built)
 
 
 def install_wheels(

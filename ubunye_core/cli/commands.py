@@ -169,7 +169,7 @@ def _latest_document(store: LineageStore, task_path: str, run_id: str | None) ->
     from ubunye_core.cli.render import holds_every_traced_field
 
     if run_id:
-        return store.load(task_path, run_id).to_dict()
+        return _latest(store, task_path, run_id).to_dict()
     newest = next(store.iter_entries(task_path), None)
     if newest is None:
         raise CliError(f"no lineage records for task {task_path} in {store.root}")
