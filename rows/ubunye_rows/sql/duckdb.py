@@ -1,0 +1,99 @@
+"""rows-v1 of a DuckDB table, view or query result, computed inside DuckDB.
+
+One aggregation writes every row's canonical line, hashes it and sums its lanes per bucket;
+only 256 rows come back, so memory stays flat however large the table. A column whose exact
+text DuckDB cannot write (nanosecond timestamps, fixed-size arrays) is streamed instead, as
+Arrow batches, and written by the rows-v1 writer between the segments DuckDB wrote.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import TYPE_CHECKING, Any
+
+from ubunye_rows.hashing.digest import Fingerprint
+from ubunye_rows.hashing.types import refuse_duplicate_names, schema_pairs
+from ubunye_rows.sql.dialects import DuckDBDialect
+from ubunye_rows.sql.query import Column, buckets_query, segments, segments_query, source
+from ubunye_rows.sql.relations import Relation, relation_sql
+from ubunye_rows.sql.totals import (
+    add_batch_buckets,
+    empty_totals,
+    fingerprint_of_buckets,
+    fingerprint_of_sketch_arrays,
+)
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+#: DuckDB types whose values DuckDB's own text functions cannot give exactly as rows-v1 writes
+#: them: nanoseconds (rows-v1 floors them to microseconds) and fixed-size arrays.
+_KERNEL_WRITES = re.compile(r"TIMESTAMP_NS|\[\d+\]")
+#: Rows per Arrow batch when columns are streamed.
+BATCH_ROWS = 1 << 17
+
+
+def dialect() -> DuckDBDialect:
+    """The DuckDB dialect for the installed duckdb (its lambda syntax changed in 1.3)."""
+    import duckdb
+
+    major, minor = (int(part) for part in duckdb.__version__.split(".")[:2])
+    return DuckDBDialect(python_lambdas=(major, minor) >= (1, 3))
+
+
+def _arrow_table(connection: Any, query: str) -> pa.Table:
+    # duckdb 1.x: ``arrow()``; 2.0 renamed it ``to_arrow_table()``.
+    relation = connection.sql(query)
+    return (getattr(relation, "to_arrow_table", None) or relation.arrow)()
+
+
+def _batches(connection: Any, query: str) -> pa.RecordBatchReader:
+    relation = connection.sql(query)
+    reader = getattr(relation, "to_arrow_reader", None) or relation.fetch_arrow_reader
+    return reader(BATCH_ROWS)
+
+
+def columns_of(connection: Any, rows: str) -> tuple[list[Column], set[str]]:
+    """The columns of ``rows`` with the Arrow types DuckDB exports them as, and the names of
+    those the kernel must write."""
+    described = connection.execute(f"DESCRIBE SELECT * FROM {rows}").fetchall()
+    schema = _arrow_table(connection, f"SELECT * FROM {rows} LIMIT 0").schema
+    refuse_duplicate_names(schema.names)
+    by_kernel = {str(row[0]) for row in described if _KERNEL_WRITES.search(str(row[1]))}
+    return [(field.name, field.type) for field in schema], by_kernel
+
+
+def fingerprint_duckdb(
+    connection: Any,
+    relation: Relation,
+    *,
+    where: str | None = None,
+    kernel_columns: tuple[str, ...] = (),
+) -> Fingerprint:
+    """rows-v1 of ``relation`` (or its rows where the SQL predicate ``where`` holds) on a duckdb
+    connection, computed in DuckDB; ``kernel_columns`` are streamed to the kernel instead.
+
+    Raises UnsupportedTypeError for a column rows-v1 has no type for, DuckDB's error otherwise.
+    """
+    rows = source(relation_sql(relation), where)
+    columns, by_kernel = columns_of(connection, rows)
+    unknown = set(kernel_columns) - {name for name, _ in columns}
+    if unknown:
+        raise ValueError(f"kernel_columns names columns {sorted(unknown)} that {rows} lacks")
+    pairs = schema_pairs(_schema(columns))
+    sql = dialect()
+    by_kernel |= set(kernel_columns)
+    if not by_kernel:
+        found = connection.execute(buckets_query(sql, columns, rows)).fetchall()
+        return fingerprint_of_buckets(pairs, found)
+    found_segments = segments(sql, columns, by_kernel)
+    totals = empty_totals()
+    for batch in _batches(connection, segments_query(found_segments, rows)):
+        add_batch_buckets(totals, batch, found_segments)
+    return fingerprint_of_sketch_arrays(pairs, totals)
+
+
+def _schema(columns: list[Column]) -> pa.Schema:
+    import pyarrow as pa
+
+    return pa.schema([pa.field(name, t) for name, t in columns])

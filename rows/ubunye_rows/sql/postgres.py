@@ -1,0 +1,176 @@
+"""rows-v1 of a PostgreSQL table or view, computed inside PostgreSQL (12 or later).
+
+Any DB-API connection will do (psycopg2, psycopg, ADBC's). The column types are read from the
+catalog and named as the Arrow types they hold; one aggregation returns the 256 buckets. Columns
+streamed to the kernel instead need an ADBC connection (``adbc-driver-postgresql``), which
+streams Arrow batches. The session settings the text depends on are set for the query and put
+back after it; on a connection inside a transaction the query runs in a savepoint, so a failure
+leaves the caller's transaction as it was.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import re
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any
+
+from ubunye_rows.hashing.digest import Fingerprint
+from ubunye_rows.hashing.types import UnsupportedTypeError, schema_pairs
+from ubunye_rows.sql.dialects import PostgresDialect, literal
+from ubunye_rows.sql.query import Column, buckets_query, segments, segments_query, source
+from ubunye_rows.sql.relations import Relation, relation_sql
+from ubunye_rows.sql.totals import (
+    add_batch_buckets,
+    empty_totals,
+    fingerprint_of_buckets,
+    fingerprint_of_sketch_arrays,
+)
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+#: Settings the text of a value depends on, and the values rows-v1 needs: shortest round-trip
+#: floats, and backslashes taken as they are in string literals.
+SESSION_SETTINGS = {"extra_float_digits": "1", "standard_conforming_strings": "on"}
+
+
+def arrow_type_of(postgres_type: str) -> pa.DataType:
+    """The Arrow type a PostgreSQL column type (``format_type`` text) is hashed as;
+    UnsupportedTypeError for a type rows-v1 has no name for."""
+    import pyarrow as pa
+
+    if postgres_type.endswith("[]"):
+        return pa.list_(arrow_type_of(postgres_type[:-2]))
+    scalars = {
+        "smallint": pa.int16(),
+        "integer": pa.int32(),
+        "bigint": pa.int64(),
+        "real": pa.float32(),
+        "double precision": pa.float64(),
+        "boolean": pa.bool_(),
+        "text": pa.string(),
+        "name": pa.string(),
+        "uuid": pa.string(),
+        "json": pa.string(),
+        "jsonb": pa.string(),
+        "bytea": pa.binary(),
+        "date": pa.date32(),
+    }
+    bare = re.sub(r"\(\d+\)", "", postgres_type)
+    if bare in scalars:
+        return scalars[bare]
+    if bare in ("character varying", "character"):
+        return pa.string()
+    if bare == "timestamp without time zone":
+        return pa.timestamp("us")
+    if bare == "timestamp with time zone":
+        return pa.timestamp("us", tz="UTC")
+    decimal = re.fullmatch(r"numeric\((\d+),(\d+)\)", postgres_type)
+    if decimal:
+        precision, scale = int(decimal.group(1)), int(decimal.group(2))
+        wide = pa.decimal128 if precision <= 38 else pa.decimal256
+        return wide(precision, scale)
+    if postgres_type == "numeric":
+        raise UnsupportedTypeError(
+            "rows-v1 names a decimal by its precision and scale: declare the column "
+            "numeric(p,s) (a bare numeric has neither)"
+        )
+    raise UnsupportedTypeError(f"rows-v1 has no name for the PostgreSQL type {postgres_type}")
+
+
+def columns_of(cursor: Any, relation: str) -> list[Column]:
+    """The columns of ``relation`` (a table or view) in order, with the Arrow types they hold."""
+    cursor.execute(
+        "SELECT attname, format_type(atttypid, atttypmod) FROM pg_attribute "
+        f"WHERE attrelid = to_regclass({literal(relation)}) AND attnum > 0 "
+        "AND NOT attisdropped ORDER BY attnum"
+    )
+    found = cursor.fetchall()
+    if not found:
+        raise LookupError(f"PostgreSQL has no table or view {relation} (or it has no columns)")
+    columns = []
+    for name, postgres_type in found:
+        try:
+            columns.append((str(name), arrow_type_of(str(postgres_type))))
+        except UnsupportedTypeError as error:
+            raise UnsupportedTypeError(f"column {name!r} of {relation}: {error}") from None
+    return columns
+
+
+@contextlib.contextmanager
+def hashing_session(connection: Any, cursor: Any) -> Iterator[None]:
+    """The session settings rows-v1 needs for the block, put back after it; inside a savepoint
+    when the connection is in a transaction, so a failure does not abort the caller's."""
+    in_transaction = not getattr(connection, "autocommit", False)
+    if in_transaction:
+        cursor.execute("SAVEPOINT ubunye_rows_hash")
+    try:
+        before = {}
+        for name, wanted in SESSION_SETTINGS.items():
+            cursor.execute(f"SELECT current_setting({literal(name)})")
+            before[name] = cursor.fetchone()[0]
+            cursor.execute(f"SET {name} = {literal(wanted)}")
+        yield
+        for name, value in before.items():
+            cursor.execute(f"SET {name} = {literal(value)}")
+    except BaseException:
+        if in_transaction:
+            cursor.execute("ROLLBACK TO SAVEPOINT ubunye_rows_hash")
+        raise
+    if in_transaction:
+        cursor.execute("RELEASE SAVEPOINT ubunye_rows_hash")
+
+
+def fingerprint_postgres(
+    connection: Any,
+    relation: Relation,
+    *,
+    where: str | None = None,
+    kernel_columns: tuple[str, ...] = (),
+) -> Fingerprint:
+    """rows-v1 of ``relation`` (or its rows where the SQL predicate ``where`` holds) on a DB-API
+    connection, computed in PostgreSQL; ``kernel_columns`` are streamed to the kernel instead
+    (an ADBC connection only).
+
+    Raises UnsupportedTypeError for a column rows-v1 has no type for, LookupError for a relation
+    PostgreSQL does not have, the driver's error otherwise.
+    """
+    name = relation_sql(relation)
+    rows = source(name, where)
+    cursor = connection.cursor()
+    try:
+        with hashing_session(connection, cursor):
+            columns = columns_of(cursor, name)
+            unknown = set(kernel_columns) - {column for column, _ in columns}
+            if unknown:
+                raise ValueError(f"kernel_columns names columns {sorted(unknown)} {name} lacks")
+            pairs = schema_pairs(_schema(columns))
+            if not kernel_columns:
+                cursor.execute(buckets_query(PostgresDialect(), columns, rows))
+                return fingerprint_of_buckets(pairs, cursor.fetchall())
+            return _streamed(cursor, columns, set(kernel_columns), rows, pairs)
+    finally:
+        cursor.close()
+
+
+def _streamed(
+    cursor: Any, columns: list[Column], by_kernel: set[str], rows: str, pairs: list
+) -> Fingerprint:
+    if not hasattr(cursor, "fetch_record_batch"):
+        raise TypeError(
+            f"columns {sorted(by_kernel)} are streamed to the kernel as Arrow batches, which "
+            "needs an ADBC connection (adbc_driver_postgresql.dbapi.connect)"
+        )
+    found = segments(PostgresDialect(), columns, by_kernel)
+    cursor.execute(segments_query(found, rows))
+    totals = empty_totals()
+    for batch in cursor.fetch_record_batch():
+        add_batch_buckets(totals, batch, found)
+    return fingerprint_of_sketch_arrays(pairs, totals)
+
+
+def _schema(columns: list[Column]) -> pa.Schema:
+    import pyarrow as pa
+
+    return pa.schema([pa.field(name, t) for name, t in columns])

@@ -1,0 +1,74 @@
+"""From what a database returns to a rows-v1 fingerprint: the buckets an aggregation summed, or
+the lines of a streamed select finished and hashed by the kernel."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING, Any
+
+from ubunye_rows.hashing.digest import LANE_MASK, Fingerprint, data_hash, schema_hash
+from ubunye_rows.hashing.lanes import bucket_line_lanes
+from ubunye_rows.hashing.types import canonical_type
+from ubunye_rows.sketch import BUCKETS, Sketch, empty_bucket_arrays
+from ubunye_rows.sql.query import Segment
+
+if TYPE_CHECKING:
+    import numpy as np
+    import pyarrow as pa
+
+
+def fingerprint_of_buckets(
+    pairs: Sequence[tuple[str, str]], rows: Iterable[Sequence[Any]]
+) -> Fingerprint:
+    """The fingerprint from ``(bucket, rows, sum A, sum B)`` rows (sums of any size, any sign:
+    they are taken modulo 2**64); buckets that no row fell in may be missing."""
+    counts, lane_a, lane_b = [0] * BUCKETS, [0] * BUCKETS, [0] * BUCKETS
+    for bucket, count, sum_a, sum_b in rows:
+        index = int(bucket)
+        if not 0 <= index < BUCKETS:
+            raise RuntimeError(f"the database returned bucket {bucket}, not one of 0..255")
+        counts[index] = int(count)
+        lane_a[index] = int(sum_a) & LANE_MASK
+        lane_b[index] = int(sum_b) & LANE_MASK
+    return fingerprint_of_sketch_arrays(pairs, [counts, lane_a, lane_b])
+
+
+def fingerprint_of_sketch_arrays(pairs: Sequence[tuple[str, str]], totals: Any) -> Fingerprint:
+    """The fingerprint of per-bucket counts and lane sums, with the table's schema pairs."""
+    sketch = Sketch.from_arrays(pairs, totals)
+    return Fingerprint(
+        schema_hash=schema_hash(pairs),
+        data_hash=data_hash(pairs, sketch.rows, sketch.lane_sums()),
+        row_count=sketch.rows,
+        sketch=sketch,
+    )
+
+
+def add_batch_buckets(totals: np.ndarray, batch: pa.RecordBatch, found: Sequence[Segment]) -> None:
+    """Finish the lines of one streamed batch (the database's segments, the kernel's columns
+    written between them) and add their buckets into ``totals`` (a (3, 256) uint64 array)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    from ubunye_rows.hashing.arrow_lines import value_texts
+    from ubunye_rows.hashing.canonical import json_string
+
+    pieces = []
+    for i, segment in enumerate(found):
+        values = batch.column(i)
+        if segment.column is None:
+            pieces.append(values.cast(pa.string()))
+            continue
+        name, planned = segment.column
+        if values.type != planned:
+            values = values.cast(planned)  # e.g. a driver's numeric text as the decimal it is
+        texts = value_texts(values, canonical_type(planned))
+        pieces.append(pc.binary_join_element_wise(json_string(name) + ":", texts, ""))
+    inner = pc.binary_join_element_wise(*pieces, ",", null_handling="skip")
+    lines = pc.binary_join_element_wise("{", inner, "}", "")
+    totals += bucket_line_lanes(lines)
+
+
+def empty_totals() -> np.ndarray:
+    """Zeroed per-bucket totals to add streamed batches into."""
+    return empty_bucket_arrays()
