@@ -42,10 +42,16 @@ class Dialect(ABC):
     max_arguments: ClassVar[int] = 90
     #: The lowest character code a text value can hold (PostgreSQL text cannot hold NUL).
     lowest_character: ClassVar[int] = 0
+    #: Whether the engine's text of a float32 is its shortest round-trip text as a float32.
+    writes_float32: ClassVar[bool] = True
 
     def text(self, expression: str) -> str:
         """``expression`` cast to the engine's text type."""
         return f"CAST({expression} AS VARCHAR)"
+
+    def streamed(self, expression: str, arrow_type: object) -> str:
+        """A column as it is streamed to the kernel: as the engine exports it."""
+        return expression
 
     def integer_text(self, expression: str) -> str:
         """An integer's decimal text."""
@@ -87,7 +93,7 @@ class Dialect(ABC):
         """True where a float is an infinity."""
         return f"isinf({expression})"
 
-    def plain_float_text(self, expression: str) -> str:
+    def plain_float_text(self, expression: str, bits: int) -> str:
         """A float with 1e-3 <= |x| < 1e7 as Java writes it: positional, '.0' after a whole."""
         return self.text(expression)
 
@@ -95,17 +101,19 @@ class Dialect(ABC):
         """A float64 (``bits`` 64) or float32 (32) as Java's ``toString`` writes it."""
         x = expression
         sign = f"CASE WHEN {self.text(x)} LIKE '-%' THEN '-' ELSE '' END"
+        magnitude = f"CAST(abs({x}) AS DOUBLE PRECISION)"
         return (
             f"CASE WHEN {self.is_nan(x)} THEN '\"NaN\"' "
             f"WHEN {self.is_infinite(x)} THEN "
             f"CASE WHEN {x} > 0 THEN '\"Infinity\"' ELSE '\"-Infinity\"' END "
             f"WHEN {x} = 0 THEN {sign} || '0.0' "
-            f"WHEN abs({x}) >= 1e-3 AND abs({x}) < 1e7 THEN {self.plain_float_text(x)} "
+            f"WHEN {magnitude} >= 1e-3 AND {magnitude} < 1e7 THEN {self.plain_float_text(x, bits)} "
             f"ELSE {sign} || {self._scientific_float_text(x, bits)} END"
         )
 
-    def _scientific_float_text(self, x: str, bits: int) -> str:
-        """``d.dddE<n>`` of |x| from the engine's shortest round-trip text of it."""
+    def _shortest(self, x: str, bits: int) -> tuple[str, str]:
+        """The significant digits of |x|'s shortest round-trip text, and the power of ten of
+        the first: |x| = d.ddd * 10^power."""
         shown = self.text(f"abs({x})")
         mantissa = f"split_part({shown}, 'e', 1)"
         exponent = (
@@ -116,19 +124,38 @@ class Dialect(ABC):
         all_digits = f"replace({mantissa}, '.', '')"
         leading_zeros = f"(length({all_digits}) - length(ltrim({all_digits}, '0')))"
         digits = f"rtrim(ltrim({all_digits}, '0'), '0')"
-        power = f"({exponent} + {whole_digits} - 1 - {leading_zeros})"
+        return digits, f"({exponent} + {whole_digits} - 1 - {leading_zeros})"
+
+    def _positional_float_text(self, x: str, bits: int) -> str:
+        """|x| (1e-3 <= |x| < 1e7) positional from its shortest digits, signed: '.0' after a
+        whole number, zeros after the point before a small one."""
+        digits, power = self._shortest(x, bits)
+        sign = f"CASE WHEN {x} < 0 THEN '-' ELSE '' END"
+        whole = f"rpad(left({digits}, {power} + 1), {power} + 1, '0')"
+        fraction = f"coalesce(nullif(substr({digits}, {power} + 2), ''), '0')"
+        small = f"'0.' || repeat('0', -{power} - 1) || {digits}"
+        return (
+            f"{sign} || CASE WHEN {power} >= 0 THEN {whole} || '.' || {fraction} ELSE {small} END"
+        )
+
+    def _scientific_float_text(self, x: str, bits: int) -> str:
+        """``d.dddE<n>`` of |x| from the engine's shortest round-trip text of it."""
+        digits, power = self._shortest(x, bits)
         shortest = (
             f"left({digits}, 1) || '.' || coalesce(nullif(substr({digits}, 2), ''), '0') "
             f"|| 'E' || {self.text(power)}"
         )
         scale = SUBNORMAL_SCALE[bits]
         magnitude = f"CAST(abs({x}) AS DOUBLE PRECISION)"
-        near = f"round({magnitude} * 1e{scale} * power(10, 1 - {power} - {scale}))"
+        # The nearest two-digit decimal is placed by the value's own exponent (9.8E-45 for the
+        # float whose shortest text is 1E-44), not by the shortest text's.
+        own = f"CAST(floor(log10({magnitude})) AS INTEGER)"
+        near = f"round({magnitude} * 1e{scale} * power(10, 1 - {own} - {scale}))"
         two_digits = self.text(f"CAST({near} AS INTEGER)")
         nearest = (
-            f"CASE WHEN {near} >= 100 THEN '1.0E' || {self.text(f'{power} + 1')} "
+            f"CASE WHEN {near} >= 100 THEN '1.0E' || {self.text(f'{own} + 1')} "
             f"ELSE left({two_digits}, 1) || '.' || substr({two_digits}, 2, 1) "
-            f"|| 'E' || {self.text(power)} END"
+            f"|| 'E' || {self.text(own)} END"
         )
         return (
             f"(CASE WHEN length({digits}) = 1 AND abs({x}) < {MIN_NORMAL[bits]} "
@@ -190,6 +217,8 @@ class DuckDBDialect(Dialect):
     """DuckDB (1.1 and later)."""
 
     name = "duckdb"
+    # DuckDB writes some floats with a double's digits (512313.625 for 512313.62).
+    writes_float32 = False
 
     def __init__(self, python_lambdas: bool = True):
         #: DuckDB 1.3 brought ``lambda x: ...``; 2.0 refuses the older ``x -> ...``.
@@ -256,6 +285,14 @@ class PostgresDialect(Dialect):
     def text(self, expression: str) -> str:
         return f"CAST({expression} AS TEXT)"
 
+    def streamed(self, expression: str, arrow_type: object) -> str:
+        # Text types the drivers export otherwise (a uuid as 16 bytes, jsonb as its own type)
+        # are streamed as their text, which is what rows-v1 writes of them.
+        import pyarrow as pa
+
+        is_text = isinstance(arrow_type, pa.DataType) and pa.types.is_string(arrow_type)
+        return f"CAST({expression} AS TEXT)" if is_text else expression
+
     def has_special_characters(self, expression: str) -> str:
         return f"({expression} ~ '[\\x01-\\x1f\"\\\\]')"
 
@@ -265,9 +302,33 @@ class PostgresDialect(Dialect):
     def is_infinite(self, expression: str) -> str:
         return f"({expression} IN ('Infinity', '-Infinity'))"
 
-    def plain_float_text(self, expression: str) -> str:
-        shown = self.text(expression)
-        return f"{shown} || CASE WHEN strpos({shown}, '.') = 0 THEN '.0' ELSE '' END"
+    def plain_float_text(self, expression: str, bits: int) -> str:
+        # Laid out from the digits: a real is written with an exponent from 1e6 on, and the
+        # digits may need the shortening below.
+        return self._positional_float_text(expression, bits)
+
+    def _shortest(self, x: str, bits: int) -> tuple[str, str]:
+        # PostgreSQL's Ryu leaves out the ends of a value's rounding interval, so where an end
+        # is a decimal one digit shorter (2.123533244770167E16, which reads back by ties to
+        # even) it writes one digit more than the shortest. The digits one shorter are tried,
+        # and kept when they read back as the same value.
+        digits, power = super()._shortest(x, bits)
+        shorter = f"CAST(round(CAST({digits} AS NUMERIC) / 10) AS TEXT)"
+        carried = f"(length({shorter}) - length({digits}) + 1)"
+        shorter_power = f"({power} + {carried})"
+        scale = self.text(f"{shorter_power} - length({shorter}) + 1")
+        width = "DOUBLE PRECISION" if bits == 64 else "REAL"
+        # Never near the largest value (the shorter digits could round past it: an error);
+        # CASE, not AND, since PostgreSQL may evaluate AND's operands in any order.
+        largest = "1e308" if bits == 64 else "3.4e38"
+        reads_back = (
+            f"(CASE WHEN length({digits}) > 1 AND abs({x}) < {largest} "
+            f"THEN CAST({shorter} || 'e' || {scale} AS {width}) = abs({x}) ELSE false END)"
+        )
+        return (
+            f"(CASE WHEN {reads_back} THEN rtrim({shorter}, '0') ELSE {digits} END)",
+            f"(CASE WHEN {reads_back} THEN {shorter_power} ELSE {power} END)",
+        )
 
     def _astronomical_year(self, expression: str) -> str:
         # PostgreSQL counts 1 BC as year -1; java.time (and rows-v1) as year 0.

@@ -2,13 +2,12 @@
 
 One aggregation writes every row's canonical line, hashes it and sums its lanes per bucket;
 only 256 rows come back, so memory stays flat however large the table. A column whose exact
-text DuckDB cannot write (nanosecond timestamps, fixed-size arrays) is streamed instead, as
+text DuckDB cannot write (float32, nanosecond timestamps, fixed-size arrays) is streamed instead, as
 Arrow batches, and written by the rows-v1 writer between the segments DuckDB wrote.
 """
 
 from __future__ import annotations
 
-import re
 from typing import TYPE_CHECKING, Any
 
 from ubunye_rows.hashing.digest import Fingerprint
@@ -16,6 +15,7 @@ from ubunye_rows.hashing.types import refuse_duplicate_names, schema_pairs
 from ubunye_rows.sql.dialects import DuckDBDialect
 from ubunye_rows.sql.query import Column, buckets_query, segments, segments_query, source
 from ubunye_rows.sql.relations import Relation, relation_sql
+from ubunye_rows.sql.texts import written_in_sql
 from ubunye_rows.sql.totals import (
     add_batch_buckets,
     empty_totals,
@@ -26,9 +26,6 @@ from ubunye_rows.sql.totals import (
 if TYPE_CHECKING:
     import pyarrow as pa
 
-#: DuckDB types whose values DuckDB's own text functions cannot give exactly as rows-v1 writes
-#: them: nanoseconds (rows-v1 floors them to microseconds) and fixed-size arrays.
-_KERNEL_WRITES = re.compile(r"TIMESTAMP_NS|\[\d+\]")
 #: Rows per Arrow batch when columns are streamed.
 BATCH_ROWS = 1 << 17
 
@@ -55,11 +52,11 @@ def _batches(connection: Any, query: str) -> pa.RecordBatchReader:
 
 def columns_of(connection: Any, rows: str) -> tuple[list[Column], set[str]]:
     """The columns of ``rows`` with the Arrow types DuckDB exports them as, and the names of
-    those the kernel must write."""
-    described = connection.execute(f"DESCRIBE SELECT * FROM {rows}").fetchall()
+    those the kernel must write (floats, nanoseconds, fixed-size arrays: anywhere inside)."""
     schema = _arrow_table(connection, f"SELECT * FROM {rows} LIMIT 0").schema
     refuse_duplicate_names(schema.names)
-    by_kernel = {str(row[0]) for row in described if _KERNEL_WRITES.search(str(row[1]))}
+    sql = dialect()
+    by_kernel = {field.name for field in schema if not written_in_sql(sql, field.type)}
     return [(field.name, field.type) for field in schema], by_kernel
 
 
@@ -88,7 +85,7 @@ def fingerprint_duckdb(
         return fingerprint_of_buckets(pairs, found)
     found_segments = segments(sql, columns, by_kernel)
     totals = empty_totals()
-    for batch in _batches(connection, segments_query(found_segments, rows)):
+    for batch in _batches(connection, segments_query(sql, found_segments, rows)):
         add_batch_buckets(totals, batch, found_segments)
     return fingerprint_of_sketch_arrays(pairs, totals)
 

@@ -163,7 +163,7 @@ def _streamed(
             "needs an ADBC connection (adbc_driver_postgresql.dbapi.connect)"
         )
     found = segments(PostgresDialect(), columns, by_kernel)
-    cursor.execute(segments_query(found, rows))
+    cursor.execute(segments_query(PostgresDialect(), found, rows))
     totals = empty_totals()
     for batch in cursor.fetch_record_batch():
         add_batch_buckets(totals, batch, found)

@@ -68,10 +68,12 @@ def segments(dialect: Dialect, columns: Sequence[Column], by_kernel: set[str]) -
     return found
 
 
-def segments_query(found: Sequence[Segment], rows: str) -> str:
+def segments_query(dialect: Dialect, found: Sequence[Segment], rows: str) -> str:
     """The select streaming each segment: database text, or a column's own values."""
     selected = [
-        segment.text if segment.text is not None else quote_identifier(segment.column[0])
+        segment.text
+        if segment.text is not None
+        else dialect.streamed(quote_identifier(segment.column[0]), segment.column[1])
         for segment in found
     ]
     named = ", ".join(f"{expression} AS segment_{i}" for i, expression in enumerate(selected))

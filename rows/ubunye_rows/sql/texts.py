@@ -18,6 +18,24 @@ if TYPE_CHECKING:
     import pyarrow as pa
 
 
+def written_in_sql(dialect: Dialect, arrow_type: pa.DataType) -> bool:
+    """Whether ``dialect`` writes every value of the type exactly; a column of a type it does
+    not is streamed to the kernel instead."""
+    import pyarrow as pa
+
+    t = arrow_type
+    if pa.types.is_dictionary(t):
+        return written_in_sql(dialect, t.value_type)
+    if pa.types.is_floating(t) and t.bit_width < 64:
+        return dialect.writes_float32
+    if pa.types.is_timestamp(t):
+        return t.unit != "ns"  # rows-v1 floors nanoseconds; a cast to microseconds rounds
+    if pa.types.is_fixed_size_list(t):
+        return False
+    children = [t.field(i).type for i in range(t.num_fields)]
+    return all(written_in_sql(dialect, child) for child in children)
+
+
 def value_text(dialect: Dialect, expression: str, arrow_type: pa.DataType, depth: int = 0) -> str:
     """SQL writing the canonical JSON text of ``expression`` (NULL where the value is null)."""
     import pyarrow as pa
@@ -27,9 +45,9 @@ def value_text(dialect: Dialect, expression: str, arrow_type: pa.DataType, depth
     if kinds.is_integer(t):
         return dialect.integer_text(expression)
     if kinds.is_decimal(t):
-        return dialect.decimal_text(expression, t.scale)
+        return _null_kept(expression, dialect.decimal_text(expression, t.scale))
     if kinds.is_floating(t):
-        return dialect.float_text(expression, 32 if t.bit_width <= 32 else 64)
+        return _null_kept(expression, dialect.float_text(expression, t.bit_width))
     if kinds.is_boolean(t):
         return dialect.bool_text(expression)
     if kinds.is_string(t):
@@ -57,6 +75,11 @@ def value_text(dialect: Dialect, expression: str, arrow_type: pa.DataType, depth
         )
     canonical_type(arrow_type)  # names the type rows-v1 has no name for, if that is why
     raise UnsupportedTypeError(f"rows-v1 has no SQL text for {arrow_type} in {dialect.name}")
+
+
+def _null_kept(expression: str, text: str) -> str:
+    """``text``, NULL where the value is null (a text built of defaults would not be)."""
+    return f"CASE WHEN {expression} IS NULL THEN NULL ELSE {text} END"
 
 
 def _struct_text(dialect: DuckDBDialect, expression: str, t: pa.StructType, depth: int) -> str:

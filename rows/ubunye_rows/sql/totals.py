@@ -64,7 +64,11 @@ def add_batch_buckets(totals: np.ndarray, batch: pa.RecordBatch, found: Sequence
             values = values.cast(planned)  # e.g. a driver's numeric text as the decimal it is
         texts = value_texts(values, canonical_type(planned))
         pieces.append(pc.binary_join_element_wise(json_string(name) + ":", texts, ""))
-    inner = pc.binary_join_element_wise(*pieces, ",", null_handling="skip")
+    # Each present piece brings its comma; the first comma is then dropped (every piece starts
+    # with a member's quoted name, never a comma). A row of nulls only has the line "{}".
+    # (pyarrow's null_handling="skip" drops rows when it is given one array alone.)
+    commas = [pc.fill_null(pc.binary_join_element_wise(",", piece, ""), "") for piece in pieces]
+    inner = pc.utf8_ltrim(pc.binary_join_element_wise(*commas, ""), characters=",")
     lines = pc.binary_join_element_wise("{", inner, "}", "")
     totals += bucket_line_lanes(lines)
 

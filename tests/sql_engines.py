@@ -1,0 +1,187 @@
+"""The databases rows-v1 runs inside, for the tests: a DuckDB file and a temporary PostgreSQL
+cluster, each able to load an Arrow table, hash a relation in SQL and export it back as Arrow."""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+
+from ubunye_rows.hashing.digest import Fingerprint
+from ubunye_rows.sql import fingerprint_duckdb, fingerprint_postgres
+from ubunye_rows.sql.dialects import Dialect, PostgresDialect, quote_identifier
+from ubunye_rows.sql.duckdb import columns_of as duckdb_columns
+from ubunye_rows.sql.duckdb import dialect as duckdb_dialect
+from ubunye_rows.sql.postgres import columns_of as postgres_columns
+from ubunye_rows.sql.query import line_text
+from ubunye_rows.sql.texts import written_in_sql
+
+_names = itertools.count()
+
+
+@dataclass
+class Engine:
+    """One database: ``run`` SQL, ``load`` an Arrow table as a new table, ``fingerprint`` and
+    ``lines`` of a relation computed in SQL, ``exported`` as the Arrow the kernel hashes."""
+
+    name: str
+    connection: Any
+    #: An ADBC connection beside it (PostgreSQL: loads tables and streams columns).
+    adbc: Any = None
+    created: list[str] = field(default_factory=list)
+
+    def run(self, sql: str) -> list[tuple]:
+        """Run one statement and return its rows (none for a statement without rows)."""
+        cursor = self.connection.cursor()
+        try:
+            cursor.execute(sql)
+        except Exception:
+            if self.name == "postgresql":
+                self.connection.rollback()  # the session stays usable for the next test
+            raise
+        rows = cursor.fetchall() if cursor.description else []
+        if self.name == "postgresql":
+            self.connection.commit()
+        return rows
+
+    def new_table(self) -> str:
+        """A table name not used before in this session."""
+        return f"t{next(_names)}"
+
+    def load(self, table: pa.Table) -> str:
+        """``table`` as a new table of this database, its types mapped by the database's own
+        Arrow import; the table's name."""
+        name = self.new_table()
+        if self.name == "duckdb":
+            self.connection.register("arrow_source", table)
+            self.connection.execute(f"CREATE TABLE {name} AS SELECT * FROM arrow_source")
+            self.connection.unregister("arrow_source")
+        else:
+            self.run(f"CREATE TABLE {name} ({postgres_columns_sql(table.schema)})")
+            self.adbc.commit()  # a fresh transaction sees the new table
+            cursor = self.adbc.cursor()
+            try:
+                cursor.adbc_ingest(name, table, mode="append")
+            except Exception:
+                self.adbc.rollback()
+                raise
+            finally:
+                cursor.close()
+            self.adbc.commit()
+        return name
+
+    def fingerprint(self, relation: str, **options: Any) -> Fingerprint:
+        """rows-v1 of ``relation`` computed inside the database."""
+        if self.name == "duckdb":
+            return fingerprint_duckdb(self.connection, relation, **options)
+        # Streaming columns to the kernel takes ADBC; every other hash runs on psycopg2.
+        streams = bool(options.get("kernel_columns"))
+        return fingerprint_postgres(self.adbc if streams else self.connection, relation, **options)
+
+    def columns(self, relation: str) -> list[tuple[str, pa.DataType]]:
+        """The relation's columns with the Arrow types the SQL writes them as."""
+        if self.name == "duckdb":
+            return duckdb_columns(self.connection, relation)[0]
+        return postgres_columns(self.connection.cursor(), relation)
+
+    def dialect(self) -> Dialect:
+        return duckdb_dialect() if self.name == "duckdb" else PostgresDialect()
+
+    def in_sql(self, relation: str) -> list[str]:
+        """The relation's columns the database writes itself (the others go to the kernel)."""
+        dialect = self.dialect()
+        return [name for name, t in self.columns(relation) if written_in_sql(dialect, t)]
+
+    def lines(self, relation: str, order_by: str) -> list[str]:
+        """Each row's canonical line as the database writes it (of the columns it writes
+        itself), rows in ``order_by`` order."""
+        chosen = set(self.in_sql(relation))
+        columns = [column for column in self.columns(relation) if column[0] in chosen]
+        written = line_text(self.dialect(), columns)
+        if self.name == "postgresql":
+            self.run("SET extra_float_digits = 1")
+        return [row[0] for row in self.run(f"SELECT {written} FROM {relation} ORDER BY {order_by}")]
+
+    def exported(self, relation: str, order_by: str | None = None) -> pa.Table:
+        """The relation as Arrow, each column of the type the SQL names it by."""
+        if self.name == "duckdb":
+            ordered = f" ORDER BY {order_by}" if order_by else ""
+            return self.connection.sql(f"SELECT * FROM {relation}{ordered}").to_arrow_table()
+        planned = self.columns(relation)
+        dialect = self.dialect()
+        listed = ", ".join(
+            f"{dialect.streamed(quote_identifier(name), t)} AS {quote_identifier(name)}"
+            for name, t in planned
+        )
+        cursor = self.adbc.cursor()
+        cursor.execute(
+            f"SELECT {listed} FROM {relation}" + (f" ORDER BY {order_by}" if order_by else "")
+        )
+        table = cursor.fetch_arrow_table()
+        cursor.close()
+        return pa.table({name: table.column(name).cast(t) for name, t in planned})
+
+
+def postgres_type(t: pa.DataType) -> str:
+    """The PostgreSQL column type holding an Arrow type exactly; TypeError when there is none
+    (ADBC's own mapping drops a decimal's precision and scale)."""
+    scalars = {
+        pa.int16(): "smallint",
+        pa.int32(): "integer",
+        pa.int64(): "bigint",
+        pa.float32(): "real",
+        pa.float64(): "double precision",
+        pa.bool_(): "boolean",
+        pa.string(): "text",
+        pa.large_string(): "text",
+        pa.binary(): "bytea",
+        pa.date32(): "date",
+    }
+    if t in scalars:
+        return scalars[t]
+    if pa.types.is_decimal(t):
+        return f"numeric({t.precision},{t.scale})"
+    if pa.types.is_timestamp(t):
+        return "timestamptz" if t.tz else "timestamp"
+    if pa.types.is_list(t) or pa.types.is_large_list(t):
+        return postgres_type(t.value_type) + "[]"
+    raise TypeError(f"PostgreSQL has no column type holding {t} exactly")
+
+
+def postgres_columns_sql(schema: pa.Schema) -> str:
+    """A CREATE TABLE column list for ``schema``."""
+    return ", ".join(f'"{f.name}" {postgres_type(f.type)}' for f in schema)
+
+
+def duckdb_engine(folder: Path) -> Iterator[Engine]:
+    """A DuckDB file in ``folder``, in a session whose time zone is not UTC."""
+    import duckdb
+
+    connection = duckdb.connect(str(folder / "rows.duckdb"))
+    connection.execute("SET TimeZone = 'America/New_York'")
+    try:
+        yield Engine("duckdb", connection)
+    finally:
+        connection.close()
+
+
+def postgres_engine() -> Iterator[Engine]:
+    """A temporary PostgreSQL cluster on 127.0.0.1, a psycopg2 session whose time zone is not
+    UTC, and an ADBC connection to load tables and stream columns."""
+    import adbc_driver_postgresql.dbapi as adbc
+    import psycopg2
+    from postgres_cluster import postgres_cluster
+
+    with postgres_cluster() as cluster:
+        connection = psycopg2.connect(cluster.url)
+        streaming = adbc.connect(cluster.url)
+        connection.cursor().execute("SET TimeZone = 'Asia/Kolkata'")
+        try:
+            yield Engine("postgresql", connection, adbc=streaming)
+        finally:
+            streaming.close()
+            connection.close()
