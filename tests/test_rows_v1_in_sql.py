@@ -1,8 +1,8 @@
 """rows-v1 computed inside DuckDB and PostgreSQL is the kernel's rows-v1, byte for byte: every
 type each engine has, floats as Java writes them, text with every escape, any session time
-zone, the golden vectors and the reference; a column the database cannot write is streamed to
-the kernel; bad input is named. Each test runs on both engines (a temporary PostgreSQL cluster
-started by the test)."""
+zone, the reference's digest; a column the database cannot write is streamed to the kernel; bad
+input is named. Each test runs on both engines (a temporary PostgreSQL cluster started by the
+test). The golden vectors run in both too: tests/test_conformance_sql.py."""
 
 from __future__ import annotations
 
@@ -16,8 +16,6 @@ import pytest
 from sql_engines import Engine, duckdb_engine, postgres_engine
 
 from ubunye_rows import UnsupportedTypeError, arrow_canonical_lines, fingerprint_arrow
-from ubunye_rows.hashing.types import schema_pairs
-from ubunye_rows.testing.backend_conformance import GoldenVector, vectors_for
 from ubunye_rows.testing.edge_values import MISSING_AND_SPECIAL_DOUBLES, NOTATION_BOUNDARIES
 
 # Runs no Dagster: CI runs it on the newest Dagster only (tests/test_code_shape.py checks).
@@ -210,34 +208,6 @@ def test_a_slice_is_hashed_by_its_predicate(engine: Engine) -> None:
     sliced = engine.fingerprint(name, where="day = 'b'")
     assert sliced == fingerprint_arrow(table.filter(pa.compute.equal(table["day"], "b")))
     assert sliced.row_count == 2
-
-
-def _held_exactly(engine: Engine, golden: GoldenVector) -> str | None:
-    """The table's name in the database when it holds the vector's table with the same type
-    names; None when the database has no such types (its import maps them to others)."""
-    try:
-        name = engine.load(golden.table())
-    except Exception:  # the database refuses a type (ADBC names it)
-        return None
-    held = sorted(schema_pairs(engine.exported(name).schema))
-    return name if held == sorted(schema_pairs(golden.table().schema)) else None
-
-
-def test_the_golden_vectors_give_the_reference_digest_in_the_database(engine: Engine) -> None:
-    held = 0
-    for golden in vectors_for("arrow"):
-        name = _held_exactly(engine, golden)
-        if name is None:
-            continue
-        got = engine.fingerprint(name)
-        assert (got.schema_hash, got.data_hash, got.row_count) == (
-            golden.schema_hash,
-            golden.data_hash,
-            golden.row_count,
-        ), golden.name
-        held += 1
-    # The vectors each engine can hold as they are (the others use types it does not have).
-    assert held >= {"duckdb": 15, "postgresql": 5}[engine.name], held
 
 
 def test_the_reference_agrees_on_a_table_hashed_in_the_database(engine: Engine) -> None:
