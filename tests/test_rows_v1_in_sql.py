@@ -190,7 +190,7 @@ def test_a_column_the_database_cannot_write_is_streamed_to_the_kernel(engine: En
     )
     name = engine.load(table)
     whole = engine.fingerprint(name)
-    for streamed in [("d",), ("s", "k"), ("k", "d", "s", "dec")]:
+    for streamed in [("d",), ("s", "k"), ("k", "d", "s", "dec"), "all"]:
         assert engine.fingerprint(name, kernel_columns=streamed) == whole
     if engine.name == "duckdb":
         # Nanoseconds (floored to microseconds) and fixed-size arrays: always streamed.
@@ -243,6 +243,8 @@ def test_bad_input_is_named(engine: Engine) -> None:
     name = engine.load(pa.table({"k": [1]}))
     with pytest.raises(ValueError, match=r"\['nope'\]"):
         engine.fingerprint(name, kernel_columns=("nope",))
+    with pytest.raises(ValueError, match="tuple of column names"):
+        engine.fingerprint(name, kernel_columns="k")
     unsupported = engine.new_table()
     engine.run(f"CREATE TABLE {unsupported} AS SELECT INTERVAL '1 day' AS span")
     with pytest.raises(UnsupportedTypeError, match=r"(?i)interval"):

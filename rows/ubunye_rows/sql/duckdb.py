@@ -14,7 +14,7 @@ from ubunye_rows.hashing.digest import Fingerprint
 from ubunye_rows.hashing.types import refuse_duplicate_names, schema_pairs
 from ubunye_rows.sql.dialects import DuckDBDialect
 from ubunye_rows.sql.query import Column, buckets_query, segments, segments_query, source
-from ubunye_rows.sql.relations import Relation, relation_sql
+from ubunye_rows.sql.relations import KernelColumns, Relation, chosen_kernel_columns, relation_sql
 from ubunye_rows.sql.texts import written_in_sql
 from ubunye_rows.sql.totals import (
     add_batch_buckets,
@@ -65,21 +65,20 @@ def fingerprint_duckdb(
     relation: Relation,
     *,
     where: str | None = None,
-    kernel_columns: tuple[str, ...] = (),
+    kernel_columns: KernelColumns = (),
 ) -> Fingerprint:
     """rows-v1 of ``relation`` (or its rows where the SQL predicate ``where`` holds) on a duckdb
-    connection, computed in DuckDB; ``kernel_columns`` are streamed to the kernel instead.
+    connection, computed in DuckDB; ``kernel_columns`` (names, or ``"all"``: the fastest way
+    for an embedded DuckDB, see docs/rows-v1-in-sql.md) are streamed to the kernel instead.
 
     Raises UnsupportedTypeError for a column rows-v1 has no type for, DuckDB's error otherwise.
     """
     rows = source(relation_sql(relation), where)
     columns, by_kernel = columns_of(connection, rows)
-    unknown = set(kernel_columns) - {name for name, _ in columns}
-    if unknown:
-        raise ValueError(f"kernel_columns names columns {sorted(unknown)} that {rows} lacks")
+    chosen = chosen_kernel_columns(kernel_columns, [name for name, _ in columns], rows)
     pairs = schema_pairs(_schema(columns))
     sql = dialect()
-    by_kernel |= set(kernel_columns)
+    by_kernel |= chosen
     if not by_kernel:
         found = connection.execute(buckets_query(sql, columns, rows)).fetchall()
         return fingerprint_of_buckets(pairs, found)

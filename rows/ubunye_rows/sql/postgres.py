@@ -19,7 +19,7 @@ from ubunye_rows.hashing.digest import Fingerprint
 from ubunye_rows.hashing.types import UnsupportedTypeError, schema_pairs
 from ubunye_rows.sql.dialects import PostgresDialect, literal
 from ubunye_rows.sql.query import Column, buckets_query, segments, segments_query, source
-from ubunye_rows.sql.relations import Relation, relation_sql
+from ubunye_rows.sql.relations import KernelColumns, Relation, chosen_kernel_columns, relation_sql
 from ubunye_rows.sql.totals import (
     add_batch_buckets,
     empty_totals,
@@ -127,11 +127,11 @@ def fingerprint_postgres(
     relation: Relation,
     *,
     where: str | None = None,
-    kernel_columns: tuple[str, ...] = (),
+    kernel_columns: KernelColumns = (),
 ) -> Fingerprint:
     """rows-v1 of ``relation`` (or its rows where the SQL predicate ``where`` holds) on a DB-API
-    connection, computed in PostgreSQL; ``kernel_columns`` are streamed to the kernel instead
-    (an ADBC connection only).
+    connection, computed in PostgreSQL; ``kernel_columns`` (names, or ``"all"``) are streamed to
+    the kernel instead (an ADBC connection only).
 
     Raises UnsupportedTypeError for a column rows-v1 has no type for, LookupError for a relation
     PostgreSQL does not have, the driver's error otherwise.
@@ -142,14 +142,12 @@ def fingerprint_postgres(
     try:
         with hashing_session(connection, cursor):
             columns = columns_of(cursor, name)
-            unknown = set(kernel_columns) - {column for column, _ in columns}
-            if unknown:
-                raise ValueError(f"kernel_columns names columns {sorted(unknown)} {name} lacks")
+            chosen = chosen_kernel_columns(kernel_columns, [column for column, _ in columns], name)
             pairs = schema_pairs(_schema(columns))
-            if not kernel_columns:
+            if not chosen:
                 cursor.execute(buckets_query(PostgresDialect(), columns, rows))
                 return fingerprint_of_buckets(pairs, cursor.fetchall())
-            return _streamed(cursor, columns, set(kernel_columns), rows, pairs)
+            return _streamed(cursor, columns, chosen, rows, pairs)
     finally:
         cursor.close()
 

@@ -53,6 +53,9 @@ def add_batch_buckets(totals: np.ndarray, batch: pa.RecordBatch, found: Sequence
     from ubunye_rows.hashing.arrow_lines import value_texts
     from ubunye_rows.hashing.canonical import json_string
 
+    if all(segment.column is not None for segment in found):
+        totals += _kernel_buckets(batch, [segment.column for segment in found])
+        return
     pieces = []
     for i, segment in enumerate(found):
         values = batch.column(i)
@@ -71,6 +74,22 @@ def add_batch_buckets(totals: np.ndarray, batch: pa.RecordBatch, found: Sequence
     inner = pc.utf8_ltrim(pc.binary_join_element_wise(*commas, ""), characters=",")
     lines = pc.binary_join_element_wise("{", inner, "}", "")
     totals += bucket_line_lanes(lines)
+
+
+def _kernel_buckets(batch: pa.RecordBatch, columns: Sequence[tuple[str, pa.DataType]]) -> Any:
+    """The buckets of a batch whose every column the kernel writes: the whole lines by it."""
+    import pyarrow as pa
+
+    from ubunye_rows.hashing.table_lanes import table_buckets
+
+    arrays = [
+        values if values.type == planned else values.cast(planned)
+        for values, (_, planned) in zip(batch.columns, columns, strict=True)
+    ]
+    table = pa.Table.from_arrays(arrays, names=[name for name, _ in columns])
+    names = sorted(table.column_names)
+    kinds = {name: canonical_type(planned) for name, planned in columns}
+    return table_buckets(table, names, [kinds[name] for name in names])
 
 
 def empty_totals() -> np.ndarray:
