@@ -44,6 +44,9 @@ class Dialect(ABC):
     lowest_character: ClassVar[int] = 0
     #: Whether the engine's text of a float32 is its shortest round-trip text as a float32.
     writes_float32: ClassVar[bool] = True
+    #: What keeps a subquery's columns computed once (PostgreSQL would substitute them into
+    #: each use otherwise: the line built and hashed once per lane).
+    fence: ClassVar[str] = ""
 
     def text(self, expression: str) -> str:
         """``expression`` cast to the engine's text type."""
@@ -93,28 +96,33 @@ class Dialect(ABC):
         """True where a float is an infinity."""
         return f"isinf({expression})"
 
-    def plain_float_text(self, expression: str, bits: int) -> str:
+    def plain_float_text(self, x: str, digits: str, power: str) -> str:
         """A float with 1e-3 <= |x| < 1e7 as Java writes it: positional, '.0' after a whole."""
-        return self.text(expression)
+        return self.text(x)
 
     def float_text(self, expression: str, bits: int) -> str:
         """A float64 (``bits`` 64) or float32 (32) as Java's ``toString`` writes it."""
-        x = expression
+        digits, power = self._parsed(self.text(f"abs({expression})"))
+        return self._float_layout(expression, bits, digits, power)
+
+    def _float_layout(self, x: str, bits: int, digits: str, power: str) -> str:
+        """Java's text of ``x`` from the significant ``digits`` of |x|'s shortest round-trip
+        text and the ``power`` of ten of the first (|x| = d.ddd * 10^power)."""
         sign = f"CASE WHEN {self.text(x)} LIKE '-%' THEN '-' ELSE '' END"
         magnitude = f"CAST(abs({x}) AS DOUBLE PRECISION)"
+        plain = self.plain_float_text(x, digits, power)
         return (
             f"CASE WHEN {self.is_nan(x)} THEN '\"NaN\"' "
             f"WHEN {self.is_infinite(x)} THEN "
             f"CASE WHEN {x} > 0 THEN '\"Infinity\"' ELSE '\"-Infinity\"' END "
             f"WHEN {x} = 0 THEN {sign} || '0.0' "
-            f"WHEN {magnitude} >= 1e-3 AND {magnitude} < 1e7 THEN {self.plain_float_text(x, bits)} "
-            f"ELSE {sign} || {self._scientific_float_text(x, bits)} END"
+            f"WHEN {magnitude} >= 1e-3 AND {magnitude} < 1e7 THEN {plain} "
+            f"ELSE {sign} || {self._scientific_float_text(x, bits, digits, power)} END"
         )
 
-    def _shortest(self, x: str, bits: int) -> tuple[str, str]:
-        """The significant digits of |x|'s shortest round-trip text, and the power of ten of
-        the first: |x| = d.ddd * 10^power."""
-        shown = self.text(f"abs({x})")
+    def _parsed(self, shown: str) -> tuple[str, str]:
+        """The significant digits of a positive number's text (``123.45``, ``1e-07``,
+        ``2.5e-310``) and the power of ten of the first."""
         mantissa = f"split_part({shown}, 'e', 1)"
         exponent = (
             f"(CASE WHEN strpos({shown}, 'e') > 0 "
@@ -126,10 +134,9 @@ class Dialect(ABC):
         digits = f"rtrim(ltrim({all_digits}, '0'), '0')"
         return digits, f"({exponent} + {whole_digits} - 1 - {leading_zeros})"
 
-    def _positional_float_text(self, x: str, bits: int) -> str:
-        """|x| (1e-3 <= |x| < 1e7) positional from its shortest digits, signed: '.0' after a
-        whole number, zeros after the point before a small one."""
-        digits, power = self._shortest(x, bits)
+    def _positional_float_text(self, x: str, digits: str, power: str) -> str:
+        """|x| (1e-3 <= |x| < 1e7) positional from its digits, signed: '.0' after a whole
+        number, zeros after the point before a small one."""
         sign = f"CASE WHEN {x} < 0 THEN '-' ELSE '' END"
         whole = f"rpad(left({digits}, {power} + 1), {power} + 1, '0')"
         fraction = f"coalesce(nullif(substr({digits}, {power} + 2), ''), '0')"
@@ -138,9 +145,8 @@ class Dialect(ABC):
             f"{sign} || CASE WHEN {power} >= 0 THEN {whole} || '.' || {fraction} ELSE {small} END"
         )
 
-    def _scientific_float_text(self, x: str, bits: int) -> str:
-        """``d.dddE<n>`` of |x| from the engine's shortest round-trip text of it."""
-        digits, power = self._shortest(x, bits)
+    def _scientific_float_text(self, x: str, bits: int, digits: str, power: str) -> str:
+        """``d.dddE<n>`` of |x| from its digits; Java's two digits for a subnormal of one."""
         shortest = (
             f"left({digits}, 1) || '.' || coalesce(nullif(substr({digits}, 2), ''), '0') "
             f"|| 'E' || {self.text(power)}"
@@ -281,6 +287,7 @@ class PostgresDialect(Dialect):
 
     name = "postgresql"
     lowest_character = 1
+    fence = " OFFSET 0"
 
     def text(self, expression: str) -> str:
         return f"CAST({expression} AS TEXT)"
@@ -302,33 +309,41 @@ class PostgresDialect(Dialect):
     def is_infinite(self, expression: str) -> str:
         return f"({expression} IN ('Infinity', '-Infinity'))"
 
-    def plain_float_text(self, expression: str, bits: int) -> str:
+    def plain_float_text(self, x: str, digits: str, power: str) -> str:
         # Laid out from the digits: a real is written with an exponent from 1e6 on, and the
-        # digits may need the shortening below.
-        return self._positional_float_text(expression, bits)
+        # digits may be one shorter than PostgreSQL's (below).
+        return self._positional_float_text(x, digits, power)
 
-    def _shortest(self, x: str, bits: int) -> tuple[str, str]:
-        # PostgreSQL's Ryu leaves out the ends of a value's rounding interval, so where an end
-        # is a decimal one digit shorter (2.123533244770167E16, which reads back by ties to
-        # even) it writes one digit more than the shortest. The digits one shorter are tried,
-        # and kept when they read back as the same value.
-        digits, power = super()._shortest(x, bits)
-        shorter = f"CAST(round(CAST({digits} AS NUMERIC) / 10) AS TEXT)"
-        carried = f"(length({shorter}) - length({digits}) + 1)"
-        shorter_power = f"({power} + {carried})"
-        scale = self.text(f"{shorter_power} - length({shorter}) + 1")
+    def float_text(self, expression: str, bits: int) -> str:
+        # PostgreSQL computes a repeated expression each time it appears, so the steps are
+        # nested subqueries, each computed once (OFFSET 0 keeps the planner from merging
+        # them back). PostgreSQL's Ryu leaves out the ends of a value's rounding interval:
+        # where an end is a decimal one digit shorter (2.123533244770167E16, which reads back
+        # by ties to even) it writes a digit more than the shortest. The digits one shorter
+        # are tried, and kept when they read back as the same value.
         width = "DOUBLE PRECISION" if bits == 64 else "REAL"
-        # Never near the largest value (the shorter digits could round past it: an error);
-        # CASE, not AND, since PostgreSQL may evaluate AND's operands in any order.
+        # Never near the largest value: the shorter digits could round past it (an error).
         largest = "1e308" if bits == 64 else "3.4e38"
-        reads_back = (
-            f"(CASE WHEN length({digits}) > 1 AND abs({x}) < {largest} "
-            f"THEN CAST({shorter} || 'e' || {scale} AS {width}) = abs({x}) ELSE false END)"
-        )
-        return (
-            f"(CASE WHEN {reads_back} THEN rtrim({shorter}, '0') ELSE {digits} END)",
-            f"(CASE WHEN {reads_back} THEN {shorter_power} ELSE {power} END)",
-        )
+        finite = "v <> 0 AND abs(v) < 'Infinity'"
+        digits, power = self._parsed("shown")
+        steps = [
+            f"SELECT {expression} AS v",
+            f"SELECT v, CASE WHEN {finite} THEN CAST(abs(v) AS TEXT) END AS shown",
+            f"SELECT v, {digits} AS d0, {power} AS p0",
+            "SELECT v, d0, p0, CASE WHEN length(d0) > 1 AND abs(v) < "
+            f"{largest} THEN CAST(round(CAST(d0 AS NUMERIC) / 10) AS TEXT) END AS shorter",
+            "SELECT v, d0, p0, shorter, p0 + length(shorter) - length(d0) + 1 AS shorter_power",
+            "SELECT v, d0, p0, shorter, shorter_power, CASE WHEN shorter IS NOT NULL THEN "
+            "CAST(shorter || 'e' || CAST(shorter_power - length(shorter) + 1 AS TEXT) AS "
+            f"{width}) = abs(v) ELSE false END AS reads_back",
+            "SELECT v, CASE WHEN reads_back THEN rtrim(shorter, '0') ELSE d0 END AS digits, "
+            "CASE WHEN reads_back THEN shorter_power ELSE p0 END AS power",
+        ]
+        nested = steps[0]
+        for depth, step in enumerate(steps[1:]):
+            nested = f"{step} FROM ({nested}) AS step{depth}{self.fence}"
+        layout = self._float_layout("v", bits, "digits", "power")
+        return f"(SELECT {layout} FROM ({nested}) AS parts)"
 
     def _astronomical_year(self, expression: str) -> str:
         # PostgreSQL counts 1 BC as year -1; java.time (and rows-v1) as year 0.

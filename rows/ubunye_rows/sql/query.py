@@ -33,11 +33,12 @@ def buckets_query(dialect: Dialect, columns: Sequence[Column], rows: str) -> str
     (the first byte of the lines' SHA-256) of the rows of ``rows`` (a FROM clause)."""
     digest, lane_a, lane_b = dialect.lanes(line_text(dialect, columns))
     bucket = dialect.bucket_of("lane_a")
+    fence = dialect.fence
     return (
         f"SELECT {bucket} AS bucket, count(*) AS rows, sum(lane_a) AS lane_a, "
         f"sum(lane_b) AS lane_b FROM ("
         f"SELECT {lane_a} AS lane_a, {lane_b} AS lane_b FROM ("
-        f"SELECT {digest} AS digest FROM {rows}) AS digests) AS lanes GROUP BY 1"
+        f"SELECT {digest} AS digest FROM {rows}{fence}) AS digests{fence}) AS lanes GROUP BY 1"
     )
 
 
