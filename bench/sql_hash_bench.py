@@ -6,6 +6,11 @@ the peak memory of the first three, each in a fresh process.
 
     python bench/sql_hash_bench.py                # 10,000,000 rows, 3 rounds
     python bench/sql_hash_bench.py --quick        # 200,000 rows, 1 round
+    python bench/sql_hash_bench.py --postgres 1000000   # also PostgreSQL, a temporary cluster
+
+With ``--postgres N`` the same table's first N rows are loaded into a temporary PostgreSQL cluster
+(tests/postgres_cluster.py: Debian's server binaries) and hashed in PostgreSQL (psycopg2) and
+streamed to the kernel (ADBC), alternating, medians.
 """
 
 from __future__ import annotations
@@ -119,11 +124,49 @@ def measure_memory(path: Path, way: str) -> dict:
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
+def postgres_compare(rows: int, repeats: int) -> dict:
+    """Median seconds of hashing ``rows`` rows in PostgreSQL and streamed to the kernel."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
+    import adbc_driver_postgresql.dbapi as adbc
+    import psycopg2
+    from postgres_cluster import postgres_cluster
+
+    from ubunye_rows import fingerprint_arrow
+    from ubunye_rows.sql import fingerprint_postgres
+
+    table = flat_table(rows)
+    with postgres_cluster() as cluster:
+        streaming = adbc.connect(cluster.url)
+        cursor = streaming.cursor()
+        cursor.adbc_ingest(TABLE, table, mode="create")
+        streaming.commit()
+        connection = psycopg2.connect(cluster.url)
+        ways = {
+            "in PostgreSQL": lambda: fingerprint_postgres(connection, TABLE),
+            "streamed (ADBC)": lambda: fingerprint_postgres(streaming, TABLE, kernel_columns="all"),
+        }
+        seconds: dict[str, list[float]] = {name: [] for name in ways}
+        digests = set()
+        for round_ in range(repeats):
+            for name in list(ways) if round_ % 2 == 0 else list(reversed(ways)):
+                started = time.perf_counter()
+                digests.add(ways[name]().data_hash)
+                seconds[name].append(time.perf_counter() - started)
+        connection.close()
+        streaming.close()
+    digests.add(fingerprint_arrow(table).data_hash)
+    return {
+        "medians": {name: statistics.median(found) for name, found in seconds.items()},
+        "agree": len(digests) == 1,
+    }
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rows", type=int, default=10_000_000)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--quick", action="store_true", help="200,000 rows, 1 round")
+    parser.add_argument("--postgres", type=int, default=0, metavar="ROWS", help="also PostgreSQL")
     parser.add_argument("--memory-child", nargs=2, metavar=("DATABASE", "WAY"), help="internal")
     args = parser.parse_args(argv)
     if args.memory_child:
@@ -159,7 +202,15 @@ def main(argv: list[str] | None = None) -> int:
                 f"  memory, {way:<18} peak RSS growth {found['growth'] / 2**20:7,.0f} MiB "
                 f"({found['rows']:,} rows in {found['seconds']:.2f} s, a fresh process)"
             )
-    return 0 if result["agree"] else 1
+    agree = result["agree"]
+    if args.postgres:
+        found = postgres_compare(args.postgres, repeats)
+        print(f"PostgreSQL, {args.postgres:,} rows of the same table (a temporary cluster):")
+        for name, seconds in found["medians"].items():
+            print(f"  {name:<18} {seconds:7.2f} s")
+        print(f"  same digest both ways and as the kernel's: {found['agree']}")
+        agree = agree and found["agree"]
+    return 0 if agree else 1
 
 
 if __name__ == "__main__":
