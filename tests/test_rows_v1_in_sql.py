@@ -67,20 +67,22 @@ EVERY_TYPE = {
         ) AS v(k, tiny, ubig, d, f, s, b, day, tz, ntz, dec, small_dec, huge, bin, ints,
                nested, st, m, int_keys, en, id)""",
     "postgresql": """
+        CREATE TYPE mood AS ENUM ('sad', 'happy');
+        CREATE DOMAIN money_amount AS numeric(12,2);
         CREATE TABLE {name} (k int, sm smallint, big bigint, d float8, f real, s text,
             vc varchar(5), b bool, day date, tz timestamptz, ntz timestamp(3), dec numeric(10,2),
             small_dec numeric(20,10), bin bytea, ints int[], texts text[], floats float8[],
-            id uuid, doc jsonb);
+            id uuid, doc jsonb, mood mood, price money_amount);
         INSERT INTO {name} VALUES
         (1, 1, 9223372036854775807, 0.1, 1.5e-7, E'a"b\\\\c\\x01\\n\\u00e9', 'abc', true,
          '2020-02-29', '2020-01-01 00:00:00+02', '1969-12-31 23:59:59.999', 12.50, 0.0000000001,
          '\\xAA00', '{1,NULL,3}', '{"a",NULL,"q\\"x"}', '{0.5,NaN,-0}',
-         '00000000-0000-0000-0000-000000000001', '{"b": 1, "a": [true]}'),
+         '00000000-0000-0000-0000-000000000001', '{"b": 1, "a": [true]}', 'happy', 12.5),
         (2, NULL, NULL, 'NaN', NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, 0, NULL, NULL,
-         NULL, NULL, NULL, NULL),
+         NULL, NULL, NULL, NULL, NULL, NULL),
         (3, -32768, -1, 5e-324, 1e-45, '', '', false, '0001-01-01',
          '9999-12-31 23:59:59.999999+00', '2000-01-01', -0.01, -1.5, '', '{}', '{}', '{}',
-         NULL, 'null')""",
+         NULL, 'null', 'sad', -0.01)""",
 }
 
 

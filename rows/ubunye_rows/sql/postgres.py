@@ -80,21 +80,31 @@ def arrow_type_of(postgres_type: str) -> pa.DataType:
 
 
 def columns_of(cursor: Any, relation: str) -> list[Column]:
-    """The columns of ``relation`` (a table or view) in order, with the Arrow types they hold."""
+    """The columns of ``relation`` (a table or view) in order, with the Arrow types they hold:
+    a domain as its base type, an enum as text."""
+    import pyarrow as pa
+
+    # A domain's own type is its base type with the domain's modifier (numeric(12,2)).
     cursor.execute(
-        "SELECT attname, format_type(atttypid, atttypmod) FROM pg_attribute "
-        f"WHERE attrelid = to_regclass({literal(relation)}) AND attnum > 0 "
-        "AND NOT attisdropped ORDER BY attnum"
+        "SELECT a.attname, CASE WHEN t.typtype = 'd' "
+        "THEN format_type(t.typbasetype, t.typtypmod) "
+        "ELSE format_type(a.atttypid, a.atttypmod) END, "
+        "CASE WHEN t.typtype = 'd' THEN base.typtype ELSE t.typtype END "
+        "FROM pg_attribute a JOIN pg_type t ON t.oid = a.atttypid "
+        "LEFT JOIN pg_type base ON base.oid = t.typbasetype "
+        f"WHERE a.attrelid = to_regclass({literal(relation)}) AND a.attnum > 0 "
+        "AND NOT a.attisdropped ORDER BY a.attnum"
     )
     found = cursor.fetchall()
     if not found:
         raise LookupError(f"PostgreSQL has no table or view {relation} (or it has no columns)")
     columns = []
-    for name, postgres_type in found:
+    for name, postgres_type, kind in found:
         try:
-            columns.append((str(name), arrow_type_of(str(postgres_type))))
+            arrow_type = pa.string() if kind == "e" else arrow_type_of(str(postgres_type))
         except UnsupportedTypeError as error:
             raise UnsupportedTypeError(f"column {name!r} of {relation}: {error}") from None
+        columns.append((str(name), arrow_type))
     return columns
 
 

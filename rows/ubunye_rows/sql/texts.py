@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 
 from ubunye_rows.hashing.canonical import json_string
 from ubunye_rows.hashing.types import UnsupportedTypeError, canonical_type, plain_type
-from ubunye_rows.sql.dialects import Dialect, DuckDBDialect, literal
+from ubunye_rows.sql.dialects import Dialect, DuckDBDialect, literal, quote_identifier
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -117,7 +117,5 @@ def member_text(
 def members_text(dialect: Dialect, columns: Sequence[tuple[str, pa.DataType]]) -> str:
     """SQL joining the members of ``columns`` (already in name order) with commas, nulls left
     out; '' when every value is null."""
-    from ubunye_rows.sql.dialects import quote_identifier
-
     members = [member_text(dialect, name, quote_identifier(name), t) for name, t in columns]
     return dialect.joined(members)
