@@ -67,6 +67,9 @@ class StagedWrite(ABC):
 
     #: What the data is stored as, for the record's ``format`` (e.g. ``parquet``).
     format: ClassVar[str] = "parquet"
+    #: True when the receipt hashes the rows where the store keeps them, once committed
+    #: (:meth:`stored_fingerprint`), instead of as staged.
+    hashed_after_commit: ClassVar[bool] = False
 
     def __init__(self, location: str):
         self.location = location
@@ -94,6 +97,10 @@ class StagedWrite(ABC):
     @abstractmethod
     def discard(self) -> None:
         """Leave nothing of this write behind; the previous data stays as it was."""
+
+    def stored_fingerprint(self) -> Fingerprint:
+        """rows-v1 of the rows as the store holds them after ``commit``; never raises."""
+        return self.fingerprint()
 
     def source_version(self) -> dict[str, Any] | None:
         """The version of the data this write made, for the step's ``source_version`` (a Delta

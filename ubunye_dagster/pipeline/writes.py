@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -227,22 +228,32 @@ class Write:
             raise NoOutputError(self.step_name)
         self.handler = handler_for_object(storage.handlers(), obj)
         self.staged = self.handler.stage(obj, storage.slice_of(part, self.handler), context)
-        started = time.perf_counter()
-        self.fp = self.staged.fingerprint()
-        self.hash_seconds = round(time.perf_counter() - started, 6)
+        if not self.staged.hashed_after_commit:
+            self.hash_with(self.staged.fingerprint)
         if self.rules:
             self.results = check_rules(self.rules, self.staged.rule_counter(), self.step_name)
         broken = broken_fail_rules(self.results)
         if broken:
             raise ExpectationFailed(self.step_name, broken)
 
+    def hash_with(self, fingerprint: Callable[[], Fingerprint]) -> None:
+        """The write's rows-v1 from ``fingerprint``, timed."""
+        started = time.perf_counter()
+        self.fp = fingerprint()
+        self.hash_seconds = round(time.perf_counter() - started, 6)
+
     def commit(self) -> None:
-        """Move the staged data into place, with the writer's notes."""
-        notes = {WRITER_KEY: self.handler.kind, SCHEMA_HASH_KEY: self.fp.schema_hash}
-        if self.fp.data_hash is not None:
-            notes[DATA_HASH_KEY] = self.fp.data_hash
+        """Move the staged data into place, with the writer's notes (its hash, when hashed as
+        staged; else hashed where it now is)."""
+        notes = {WRITER_KEY: self.handler.kind}
+        if self.fp is not None:
+            notes[SCHEMA_HASH_KEY] = self.fp.schema_hash
+            if self.fp.data_hash is not None:
+                notes[DATA_HASH_KEY] = self.fp.data_hash
         self._output_step = None  # the commit sets the byte digest the step carries
         self.staged.commit(notes)
+        if self.staged.hashed_after_commit:
+            self.hash_with(self.staged.stored_fingerprint)
 
     def discard(self) -> None:
         """Drop what was staged (nothing was written in place)."""
