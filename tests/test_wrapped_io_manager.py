@@ -1,8 +1,9 @@
 """Receipts for any IO manager: ``with_receipts(inner)`` around a real DuckDB file (through
 dagster-duckdb-pandas) and around a user-written ``UPathIOManager``, partitions included.
 
-What goes to the inner IO manager is hashed before it is stored; what it loads is hashed after
-it is loaded and held against the digest recorded when it was written. The data stays where the
+What goes to the inner IO manager is hashed before it is stored (DuckDB's: the table it stored,
+in DuckDB, ``tests/test_wrapped_io_manager_warehouse.py``); what it loads is hashed after it is
+loaded and held against the digest recorded when it was written. The data stays where the
 inner IO manager puts it.
 """
 
@@ -19,7 +20,7 @@ from upath import UPath
 from ubunye_core.store import LineageStore
 from ubunye_dagster import SAME_INPUTS, UbunyeResource, UnverifiedReadError, with_receipts
 from ubunye_dagster.sensor import DriftCursor, DriftSettings, judge_pending_materialisations
-from ubunye_rows import fingerprint
+from ubunye_rows import fingerprint, fingerprint_arrow
 
 ORDERS = pd.DataFrame({"order_id": [1, 2, 3], "region": ["north", "south", "north"]})
 ORDERS["amount"] = [10.5, 3.25, 7.0]
@@ -185,7 +186,10 @@ def test_duckdb_partitions_each_get_a_receipt_and_a_single_partition_read_is_ver
     for day, result in runs.items():
         run_id = f"{result.run_id}.{day}"
         (output,) = record(tmp_path, "daily", run_id).outputs
-        assert output.data_hash == fingerprint(day_rows(day)).data_hash
+        # The receipt is the day's rows as DuckDB stored them (TIMESTAMP, a wall time).
+        with connect_duckdb(str(tmp_path / "warehouse.duckdb")) as db:
+            stored = db.sql(f"select * from shop.daily where day::date = '{day}'")
+            assert output.data_hash == fingerprint_arrow(stored.to_arrow_table()).data_hash
 
     @dg.asset(partitions_def=DAYS, metadata={"partition_expr": "day"})
     def one_day(daily: pd.DataFrame) -> pd.DataFrame:

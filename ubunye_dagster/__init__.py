@@ -30,6 +30,7 @@ from ubunye_dagster.sensor import (
     build_drift_sensor,
     build_reproducibility_checks,
 )
+from ubunye_dagster.warehouse import Warehouse
 from ubunye_dagster.wrapped_io_manager import ReceiptIOManager, with_receipts
 
 __all__ = [
@@ -51,6 +52,7 @@ __all__ = [
     "UbunyeIOManager",
     "UbunyeResource",
     "UnverifiedReadError",
+    "Warehouse",
     "build_drift_sensor",
     "build_expectation_checks",
     "build_reproducibility_checks",

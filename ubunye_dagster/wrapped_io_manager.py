@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import inspect
+from collections.abc import Mapping
 from typing import Any
 
 import dagster as dg
@@ -20,6 +21,7 @@ import dagster as dg
 from ubunye_dagster.pipeline import ReceiptPipeline
 from ubunye_dagster.resource import UbunyeResource
 from ubunye_dagster.storage.inner import InnerIOManagerStorage
+from ubunye_dagster.warehouse import Warehouse, as_warehouse, duckdb_warehouse, is_duckdb_io_manager
 
 
 class ReceiptIOManager(dg.IOManager):
@@ -33,10 +35,12 @@ class ReceiptIOManager(dg.IOManager):
         *,
         ubunye: UbunyeResource | None = None,
         spark_resource_key: str = "pyspark",
+        warehouse: Warehouse | None = None,
     ):
         """Receipts around ``inner`` (an initialised IO manager), named ``name`` in receipts
-        (default: its class name)."""
-        storage = InnerIOManagerStorage(inner, name or type(inner).__name__, spark_resource_key)
+        (default: its class name); with ``warehouse``, its tables are hashed there."""
+        name = name or type(inner).__name__
+        storage = InnerIOManagerStorage(inner, name, spark_resource_key, warehouse)
         self.pipeline = ReceiptPipeline(ubunye if ubunye is not None else UbunyeResource(), storage)
 
     def handle_output(self, context: dg.OutputContext, obj: Any) -> None:
@@ -53,13 +57,21 @@ class ReceiptIOManager(dg.IOManager):
 
 
 def with_receipts(
-    inner: Any, *, ubunye: UbunyeResource | None = None, spark_resource_key: str = "pyspark"
+    inner: Any,
+    *,
+    ubunye: UbunyeResource | None = None,
+    spark_resource_key: str = "pyspark",
+    warehouse: Warehouse | Mapping[str, Any] | None = None,
 ) -> dg.IOManagerDefinition:
     """``inner`` (an IO manager resource, definition or instance) with Ubunye receipts: use it
     where ``inner`` was used, e.g. ``"io_manager": with_receipts(DuckDBPandasIOManager(...))``.
 
-    ``inner`` keeps its own configuration and storage; nothing changes in the assets.
+    ``inner`` keeps its own configuration and storage; nothing changes in the assets. Its
+    tables are hashed in the database that ``warehouse`` names (a :class:`Warehouse` or its
+    fields); dagster-duckdb's IO managers name their DuckDB file themselves.
     """
+    chosen = as_warehouse(warehouse)  # a bad setting fails here, not in the first run
+    detect_duckdb = chosen is None and is_duckdb_io_manager(inner)
     settings = {"ubunye": ubunye, "spark_resource_key": spark_resource_key}
     if isinstance(inner, dg.IOManager) and not hasattr(inner, "get_resource_definition"):
         definition = None  # an IO manager object: used as it is
@@ -80,7 +92,9 @@ def with_receipts(
                 made = stack.enter_context(contextlib.contextmanager(lambda: made)())
             elif isinstance(made, contextlib.AbstractContextManager):
                 made = stack.enter_context(made)
-            manager = ReceiptIOManager(made, type(inner).__name__, **settings)
+            config = init_context.resource_config
+            found = duckdb_warehouse(config) if detect_duckdb else chosen
+            manager = ReceiptIOManager(made, type(inner).__name__, warehouse=found, **settings)
             yield manager
             manager.teardown_after_execution(init_context)
 

@@ -1,8 +1,10 @@
-"""Another IO manager's storage: it stores and loads the objects, the rows are hashed in memory.
+"""Another IO manager's storage: it stores and loads the objects, the rows are hashed in memory,
+or, for a warehouse's tables, in the database.
 
-A write's object is hashed and checked before it is handed to the inner IO manager; a read's
-object is whatever the inner IO manager loads (several partitions at once, when it loads them
-so), hashed after it is loaded.
+A write's object is checked before it is handed to the inner IO manager and hashed before it
+(in memory) or after it (in the warehouse: the table or partition slice the inner stored); a
+read's object is whatever the inner IO manager loads (several partitions at once, when it loads
+them so), hashed after it is loaded (in the warehouse: the slice the writer stated).
 """
 
 from __future__ import annotations
@@ -20,6 +22,9 @@ from ubunye_dagster.handlers.base import RowsOf, TableSlice
 from ubunye_dagster.handlers.pyspark import SparkRows
 from ubunye_dagster.metadata import URI
 from ubunye_dagster.storage.base import Part, ReadRequest, Storage, StoredRead
+from ubunye_dagster.storage.warehouse_tables import StoredRows, hash_stated_table
+from ubunye_dagster.warehouse import Warehouse
+from ubunye_rows import Fingerprint
 
 
 def stated_location(metadata: Mapping[str, Any]) -> str | None:
@@ -70,6 +75,34 @@ class HandOver(RowsOf, StagedWrite):
         self.obj = None  # nothing was handed over
 
 
+class TableHandOver(HandOver):
+    """An object checked in memory and handed to the inner IO manager; its receipt is the
+    table (or partition slice) the inner stored, hashed in ``warehouse`` after the commit."""
+
+    hashed_after_commit = True
+
+    def __init__(self, rows: Any, handed: HandOver, warehouse: Warehouse, partitioned: bool):
+        super().__init__(
+            rows, handed.inner, handed.context, handed.obj, handed.location, handed.format
+        )
+        self.warehouse = warehouse
+        self.partitioned = partitioned
+        self.stored: StoredRows | None = None
+
+    def stored_fingerprint(self) -> Fingerprint:
+        metadata = self.context.get_logged_metadata()
+        self.stored = hash_stated_table(metadata, self.warehouse, self.partitioned, self.format)
+        return self.stored.fingerprint
+
+    def fingerprint(self) -> Fingerprint:
+        return self.stored.fingerprint if self.stored else self.stored_fingerprint()
+
+    def schema_pairs(self) -> list[tuple[str, str]]:
+        if self.stored is None or self.stored.schema_pairs is None:
+            raise LookupError(f"the {self.warehouse.kind} table's column types are not known")
+        return self.stored.schema_pairs
+
+
 @dataclass
 class Preloaded:
     """An object the inner IO manager loaded, standing where a path stands for a Parquet read."""
@@ -77,6 +110,8 @@ class Preloaded:
     frame: Any
     location: str
     read_seconds: float
+    #: The writer's materialisation metadata, when the rows are hashed in the warehouse.
+    stated: Mapping[str, Any] | None = None
 
     def __str__(self) -> str:
         return self.location
@@ -96,25 +131,42 @@ class InnerStorageHandler(FrameHandler):
     """One frame library's rows, stored and loaded by the inner IO manager instead of as
     Parquet: staging hashes them in memory, loading hashes what the inner IO manager loaded."""
 
-    def __init__(self, frames: FrameHandler, inner: dg.IOManager, name: str):
+    def __init__(
+        self, frames: FrameHandler, inner: dg.IOManager, name: str, warehouse: Warehouse | None
+    ):
         self.frames = frames
         self.inner = inner
         self.kind = frames.kind
         self.backend = frames.backend
         self.storage = name
+        self.warehouse = warehouse
 
     def accepts_type(self, cls: type) -> bool:
         return self.frames.accepts_type(cls)
 
     def stage(self, obj: Any, where: TableSlice, context: Any) -> StagedWrite:
         rows = rows_in_memory(self.frames, obj)
-        return HandOver(rows, self.inner, context, obj, str(where.location), self.storage)
+        handed = HandOver(rows, self.inner, context, obj, str(where.location), self.storage)
+        if self.warehouse is None:
+            return handed
+        return TableHandOver(rows, handed, self.warehouse, where.partition_key is not None)
 
     def load(
         self, where: TableSlice, context: Any, as_type: Any = None, digest_with: str | None = None
     ) -> LoadedFrame:
         # The inner IO manager's storage has no bytes of ours to digest: rows are always hashed.
         preloaded = where.location
+        if self.warehouse is not None and preloaded.stated is not None:
+            warehouse, partitioned = self.warehouse, where.partition_key is not None
+            stated = preloaded.stated
+            return LoadedFrame(
+                frame=preloaded.frame,
+                read_seconds=preloaded.read_seconds,
+                fingerprint=lambda: (
+                    hash_stated_table(stated, warehouse, partitioned, self.storage).fingerprint
+                ),
+                hash_basis="recomputed",  # the table is read again, in the database
+            )
         rows = rows_in_memory(self.frames, preloaded.frame)
         return LoadedFrame(
             frame=preloaded.frame,
@@ -131,11 +183,18 @@ class InnerIOManagerStorage(Storage):
     # The partitions' own input steps are the record: the mapping is the inner IO manager's.
     combines_partition_reads = False
 
-    def __init__(self, inner: dg.IOManager, name: str, spark_resource_key: str | None):
+    def __init__(
+        self,
+        inner: dg.IOManager,
+        name: str,
+        spark_resource_key: str | None,
+        warehouse: Warehouse | None = None,
+    ):
         self.inner = inner
         self.name = name
+        self.warehouse = warehouse
         self._handlers = [
-            InnerStorageHandler(frames, inner, name)
+            InnerStorageHandler(frames, inner, name, warehouse)
             for frames in default_handlers(spark_resource_key)
         ]
 
@@ -182,7 +241,8 @@ class InnerIOManagerStorage(Storage):
                 f"{self.name} loaded a {type(part.frame).__name__}, which rows-v1 "
                 "cannot hash (pandas, pyarrow, polars or Spark frames)"
             )
-        where = Preloaded(part.frame, self.input_location(part, request.latest), part.read_seconds)
+        location = self.input_location(part, request.latest)
+        where = Preloaded(part.frame, location, part.read_seconds, self.stated(part, request))
         loaded = handler.load(part.slice_at(where), context, request.wanted)
         return StoredRead(handler, loaded, where, verifiable=part.verifiable)
 
@@ -191,3 +251,13 @@ class InnerIOManagerStorage(Storage):
         materialization = latest.asset_materialization if latest is not None else None
         stated = stated_location(materialization.metadata) if materialization else None
         return stated or self.where(part)
+
+    def stated(self, part: Part, request: ReadRequest) -> Mapping[str, Any] | None:
+        """What the writer's materialisation states (empty when there is none), for a part
+        hashed in the warehouse; None when it is hashed in memory (no warehouse, or several
+        partitions loaded as one object, which no single stated slice holds)."""
+        if self.warehouse is None or not part.verifiable:
+            return None
+        latest = request.latest
+        materialization = latest.asset_materialization if latest is not None else None
+        return dict(materialization.metadata) if materialization is not None else {}
