@@ -187,3 +187,17 @@ def test_an_unknown_warehouse_kind_is_refused_naming_the_known_kinds(tmp_path):
 def test_a_misspelled_warehouse_setting_is_refused_by_name(tmp_path):
     with pytest.raises(UnknownSettingError, match="Warehouse has no field 'dsn'"):
         with_receipts(duckdb_inner(tmp_path), warehouse={"kind": "postgres", "dsn": "x"})
+
+
+def test_a_read_dagster_records_no_materialisation_of_is_an_honest_hash_error(tmp_path, instance):
+    dg.materialize([events], resources=resources(tmp_path), instance=instance)
+
+    # Another (ephemeral) instance: the table is there, no materialisation of it is recorded.
+    result = dg.materialize(
+        [events, event_count], selection=[event_count], resources=resources(tmp_path)
+    )
+
+    (read,) = record(tmp_path, "event_count", result.run_id).inputs
+    assert read.data_hash is None
+    assert "Dagster (it records no materialisation of events) names no table" in read.hash_error
+    assert read.source_note.startswith("not verified: the read could not be hashed")

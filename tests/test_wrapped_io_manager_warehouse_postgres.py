@@ -204,4 +204,4 @@ def test_a_table_the_metadata_does_not_name_is_an_honest_hash_error(
 
     (output,) = record(tmp_path, "orders", result.run_id).outputs
     assert output.data_hash is None
-    assert "stated no table in its output metadata" in output.hash_error
+    assert "PostgresPandasIOManager's output metadata names no table" in output.hash_error

@@ -91,7 +91,8 @@ class TableHandOver(HandOver):
 
     def stored_fingerprint(self) -> Fingerprint:
         metadata = self.context.get_logged_metadata()
-        self.stored = hash_stated_table(metadata, self.warehouse, self.partitioned, self.format)
+        stated_by = f"{self.format}'s output metadata"
+        self.stored = hash_stated_table(metadata, self.warehouse, self.partitioned, stated_by)
         return self.stored.fingerprint
 
     def fingerprint(self) -> Fingerprint:
@@ -112,6 +113,8 @@ class Preloaded:
     read_seconds: float
     #: The writer's materialisation metadata, when the rows are hashed in the warehouse.
     stated: Mapping[str, Any] | None = None
+    #: Whose metadata ``stated`` is, for errors.
+    stated_by: str = ""
 
     def __str__(self) -> str:
         return self.location
@@ -158,12 +161,12 @@ class InnerStorageHandler(FrameHandler):
         preloaded = where.location
         if self.warehouse is not None and preloaded.stated is not None:
             warehouse, partitioned = self.warehouse, where.partition_key is not None
-            stated = preloaded.stated
+            stated, stated_by = preloaded.stated, preloaded.stated_by
             return LoadedFrame(
                 frame=preloaded.frame,
                 read_seconds=preloaded.read_seconds,
                 fingerprint=lambda: (
-                    hash_stated_table(stated, warehouse, partitioned, self.storage).fingerprint
+                    hash_stated_table(stated, warehouse, partitioned, stated_by).fingerprint
                 ),
                 hash_basis="recomputed",  # the table is read again, in the database
             )
@@ -242,7 +245,8 @@ class InnerIOManagerStorage(Storage):
                 "cannot hash (pandas, pyarrow, polars or Spark frames)"
             )
         location = self.input_location(part, request.latest)
-        where = Preloaded(part.frame, location, part.read_seconds, self.stated(part, request))
+        stated, stated_by = self.stated(part, request)
+        where = Preloaded(part.frame, location, part.read_seconds, stated, stated_by)
         loaded = handler.load(part.slice_at(where), context, request.wanted)
         return StoredRead(handler, loaded, where, verifiable=part.verifiable)
 
@@ -252,12 +256,14 @@ class InnerIOManagerStorage(Storage):
         stated = stated_location(materialization.metadata) if materialization else None
         return stated or self.where(part)
 
-    def stated(self, part: Part, request: ReadRequest) -> Mapping[str, Any] | None:
-        """What the writer's materialisation states (empty when there is none), for a part
-        hashed in the warehouse; None when it is hashed in memory (no warehouse, or several
-        partitions loaded as one object, which no single stated slice holds)."""
+    def stated(self, part: Part, request: ReadRequest) -> tuple[Mapping[str, Any] | None, str]:
+        """What the writer's materialisation states (empty when Dagster has none) and whose it
+        is, for a part hashed in the warehouse; None when it is hashed in memory (no warehouse,
+        or several partitions loaded as one object, which no single stated slice holds)."""
         if self.warehouse is None or not part.verifiable:
-            return None
+            return None, ""
         latest = request.latest
         materialization = latest.asset_materialization if latest is not None else None
-        return dict(materialization.metadata) if materialization is not None else {}
+        if materialization is None:
+            return {}, f"Dagster (it records no materialisation of {part.name})"
+        return dict(materialization.metadata), f"the materialisation of {part.name} in Dagster"

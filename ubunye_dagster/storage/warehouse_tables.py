@@ -54,10 +54,11 @@ def _text(metadata: Mapping[str, Any], key: str) -> str | None:
 
 
 def stated_slice(
-    metadata: Mapping[str, Any], warehouse: Warehouse, *, partitioned: bool, writer: str
+    metadata: Mapping[str, Any], warehouse: Warehouse, *, partitioned: bool, stated_by: str
 ) -> StoredSlice:
-    """The table and slice ``writer``'s output metadata states; UnstatedTableError naming what
-    is missing when it names no table, or no predicate for a partition."""
+    """The table and slice ``metadata`` states (``stated_by`` says whose it is, for errors);
+    UnstatedTableError naming what is missing when it names no table, or no predicate for a
+    partition."""
     query = _text(metadata, QUERY)
     found = _DB_IO_MANAGER_QUERY.match(query) if query else None
     if found:
@@ -66,14 +67,14 @@ def stated_slice(
         table_name = _text(metadata, TABLE_NAME)
         if not table_name:
             raise UnstatedTableError(
-                f"{writer} stated no table in its output metadata (neither '{QUERY}' as Dagster's "
-                f"DbIOManager logs it nor '{TABLE_NAME}'), so the rows cannot be hashed in the "
-                f"{warehouse.kind} warehouse"
+                f"{stated_by} names no table (neither '{QUERY}' as Dagster's DbIOManager logs "
+                f"it nor '{TABLE_NAME}'), so the rows cannot be hashed in the {warehouse.kind} "
+                "warehouse"
             )
         table = StoredSlice(_relation_in(table_name, warehouse))
     if partitioned and table.where is None:
         raise UnstatedTableError(
-            f"{writer} stated table {table.relation} but no partition predicate (a '{QUERY}' "
+            f"{stated_by} names table {table.relation} but no partition predicate (a '{QUERY}' "
             "with a WHERE clause), so the partition's rows cannot be told apart in the "
             f"{warehouse.kind} warehouse"
         )
@@ -112,11 +113,12 @@ def hash_in_warehouse(warehouse: Warehouse, table: StoredSlice) -> StoredRows:
 
 
 def hash_stated_table(
-    metadata: Mapping[str, Any], warehouse: Warehouse, partitioned: bool, writer: str
+    metadata: Mapping[str, Any], warehouse: Warehouse, partitioned: bool, stated_by: str
 ) -> StoredRows:
-    """rows-v1 of the slice ``writer``'s metadata states, in ``warehouse``; never raises."""
+    """rows-v1 of the slice ``metadata`` (``stated_by``'s) states, in ``warehouse``; never
+    raises."""
     try:
-        table = stated_slice(metadata, warehouse, partitioned=partitioned, writer=writer)
+        table = stated_slice(metadata, warehouse, partitioned=partitioned, stated_by=stated_by)
     except UnstatedTableError as exc:
         return StoredRows(failed_fingerprint(None, exc))
     return hash_in_warehouse(warehouse, table)
