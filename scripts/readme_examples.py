@@ -1,5 +1,6 @@
 """Regenerate the documented example outputs (the record, `lineage trace`, `lineage compare`,
-`lineage diff`, the drift sensor's flagged tick and its `on_drift` verdict) from a real run, or
+`lineage diff`, the drift sensor's flagged tick and its `on_drift` verdict, a DuckDB table's
+trace) from a real run, or
 check that they still agree with one.
 
 A small shop is materialised twice in a temporary folder through `UbunyeIOManager`: `sales/raw`
@@ -7,7 +8,9 @@ and `sales/orders`, whose filter is edited between the runs. The example project
 `sales/price_list` (a Delta table) is materialised twice, the second time with its price rise,
 for `lineage diff`. A model score drawn without a seed is materialised twice and judged by the
 drift sensor, for its tick and verdict. Each block, in README.md or any page under docs/,
-follows a marker line `<!-- readme-example: <name> -->` and is replaced whole.
+follows a marker line `<!-- readme-example: <name> -->` and is replaced whole. A trace of two
+assets stored in DuckDB through `with_receipts` needs dagster-duckdb-pandas (`.ci/run` installs
+it); without it that block is neither rewritten nor checked.
 
     python scripts/readme_examples.py            # rewrite the blocks where they are
     python scripts/readme_examples.py --check    # exit 1 when a block and a fresh run disagree
@@ -149,6 +152,33 @@ def flagged_tick(workdir: Path) -> tuple[str, str]:
     return shown[0].replace(prefix, ""), shown[1].replace(prefix, "")
 
 
+def warehouse_trace() -> str | None:
+    """`lineage trace` of `big_orders`, read from and written to DuckDB through `with_receipts`
+    (both tables hashed in DuckDB); None without dagster-duckdb-pandas, which `.ci/run`
+    installs (it pins pandas<3, so `dev` leaves it out)."""
+    if importlib.util.find_spec("dagster_duckdb_pandas") is None:
+        return None
+    import dagster as dg
+    import pandas as pd
+    from dagster_duckdb_pandas import DuckDBPandasIOManager
+
+    from ubunye_dagster import UbunyeResource, with_receipts
+
+    @dg.asset
+    def orders():
+        placed = pd.to_datetime(["2026-12-01 09:30", "2026-12-01 11:05", "2026-12-02 16:40"])
+        return pd.DataFrame({"order_id": [1, 2, 3], "amount": [12.5, 3.0, 40.0], "placed": placed})
+
+    @dg.asset
+    def big_orders(orders):
+        return orders[orders["amount"] > 10.0]
+
+    inner = DuckDBPandasIOManager(database="warehouse.duckdb", schema="shop")
+    manager = with_receipts(inner, ubunye=UbunyeResource(usecase_dir="."))
+    assert dg.materialize([orders, big_orders], resources={"io_manager": manager}).success
+    return trimmed_trace(cli_output("trace", "--asset", "big_orders"))
+
+
 def cli_output(*args: str, allowed: tuple[int, ...] = (0,)) -> str:
     """What `ubunye-dagster lineage ...` prints, run in this process (`allowed`: the exit
     statuses that are not a failure)."""
@@ -233,6 +263,9 @@ def fresh_blocks() -> dict[str, str]:
             shown = " ".join(("diff", "-d", ".", *DIFF_ARGS[1:]))
             blocks["diff"] = f"$ ubunye-dagster lineage {shown}\n{diffed}"
             blocks["drift-tick"], blocks["drift-verdict"] = flagged_tick(workdir)
+            warehouse = warehouse_trace()
+            if warehouse is not None:
+                blocks["warehouse-trace"] = warehouse
         finally:
             os.chdir(previous)
         real = str(workdir.resolve())
@@ -261,9 +294,12 @@ def rewritten(
     text: str, blocks: dict[str, str], marker: re.Pattern[str] = MARKER, tag: str = "readme-example"
 ) -> str:
     """A document with each of its blocks marked ``<!-- TAG: name -->`` (found by ``marker``)
-    replaced by its fresh text."""
+    replaced by its fresh text (kept as it is when there is none: its run needs what is not
+    installed)."""
 
     def replace(match: re.Match[str]) -> str:
+        if match["name"] not in blocks:
+            return match.group(0)
         body = blocks[match["name"]]
         return f"<!-- {tag}: {match['name']} -->\n```{match['lang']}\n{body}```\n"
 

@@ -33,6 +33,7 @@ def test_the_record_trace_compare_and_diff_blocks_match_a_fresh_run(examples, fr
         "diff",
         "drift-tick",
         "drift-verdict",
+        "warehouse-trace",
     }
     problems = examples.disagreements(texts, fresh)
     assert not problems, "run `python scripts/readme_examples.py`:\n" + "".join(problems)
