@@ -19,9 +19,8 @@ from ubunye_dagster.handlers.base import type_is
 from ubunye_dagster.masking import mask_text
 from ubunye_dagster.strict_fields import refuse_unknown_fields
 
-#: The warehouse kinds receipts can hash in, and the module each one connects with.
-KINDS = ("duckdb", "postgres")
-#: dagster-duckdb retries a locked database file; a receipt's connection does the same.
+#: dagster-duckdb retries a locked database file (10 times, backing off from 0.1 s); a
+#: receipt's connection does the same.
 DUCKDB_LOCK_RETRIES = 10
 
 
@@ -82,7 +81,7 @@ class Warehouse(BaseModel):
             except duckdb.IOException:
                 if attempt == DUCKDB_LOCK_RETRIES:
                     raise
-                time.sleep(0.1 * 2**attempt)
+                time.sleep(0.1 * 2 ** (attempt - 1))
                 attempt += 1
 
 

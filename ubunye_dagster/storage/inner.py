@@ -81,10 +81,11 @@ class TableHandOver(HandOver):
 
     hashed_after_commit = True
 
-    def __init__(self, rows: Any, handed: HandOver, warehouse: Warehouse, partitioned: bool):
-        super().__init__(
-            rows, handed.inner, handed.context, handed.obj, handed.location, handed.format
-        )
+    def __init__(self, handed: HandOver, warehouse: Warehouse, partitioned: bool):
+        """``handed`` hashed in ``warehouse`` once stored; ``partitioned`` when it is one
+        partition (its slice must be stated)."""
+        args = (handed.rows, handed.inner, handed.context, handed.obj, handed.location)
+        super().__init__(*args, handed.format)
         self.warehouse = warehouse
         self.partitioned = partitioned
         self.stored: StoredRows | None = None
@@ -96,9 +97,11 @@ class TableHandOver(HandOver):
         return self.stored.fingerprint
 
     def fingerprint(self) -> Fingerprint:
+        """The stored rows' rows-v1 (the pipeline asks only after the commit)."""
         return self.stored.fingerprint if self.stored else self.stored_fingerprint()
 
     def schema_pairs(self) -> list[tuple[str, str]]:
+        """The stored columns' rows-v1 types, by name; LookupError before they are hashed."""
         if self.stored is None or self.stored.schema_pairs is None:
             raise LookupError(f"the {self.warehouse.kind} table's column types are not known")
         return self.stored.schema_pairs
@@ -152,7 +155,7 @@ class InnerStorageHandler(FrameHandler):
         handed = HandOver(rows, self.inner, context, obj, str(where.location), self.storage)
         if self.warehouse is None:
             return handed
-        return TableHandOver(rows, handed, self.warehouse, where.partition_key is not None)
+        return TableHandOver(handed, self.warehouse, where.partition_key is not None)
 
     def load(
         self, where: TableSlice, context: Any, as_type: Any = None, digest_with: str | None = None

@@ -44,9 +44,6 @@ class StoredSlice:
     relation: str
     where: str | None = None
 
-    def __str__(self) -> str:
-        return self.relation + (f" where {self.where}" if self.where else "")
-
 
 def _text(metadata: Mapping[str, Any], key: str) -> str | None:
     value = metadata.get(key)
