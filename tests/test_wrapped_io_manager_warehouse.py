@@ -163,6 +163,8 @@ def test_a_hash_that_fails_after_a_successful_write_is_an_honest_hash_error(tmp_
     assert stored_arrow(tmp_path, "select order_id from shop.waits").num_rows == 2
     metadata = result.asset_materializations_for_node("waits")[0].metadata
     assert metadata["ubunye/hash_error"].value == output.hash_error
+    warnings = [entry.user_message for entry in instance.all_logs(result.run_id)]
+    assert any("could not be hashed there" in message for message in warnings)
     assert "ubunye/data_hash" not in metadata
 
 

@@ -76,6 +76,7 @@ def write_output(
             raise
         record_path, keys = target.record_success(session, write, transform)
     write.log_broken_warnings(context)
+    write.log_stored_hash_error(context)
     verdict = add_metadata(context, target, write, record_path, keys, access)
     if verdict is not None:
         report_reproducibility(context, verdict)
@@ -288,6 +289,15 @@ class Write:
         )
         step.source_version = self.staged.source_version()
         return step
+
+    def log_stored_hash_error(self, context: dg.OutputContext) -> None:
+        """A warning when the rows were stored but could not be hashed where they are: the
+        step succeeds, and its receipt has no data hash."""
+        if self.staged.hashed_after_commit and self.fp.error is not None:
+            context.log.warning(
+                f"{self.step_name} was stored at {self.staged.location}, but its rows could not "
+                f"be hashed there, so its receipt has no data hash: {self.fp.error}"
+            )
 
     def log_broken_warnings(self, context: dg.OutputContext) -> None:
         """A warning for each broken rule of severity ``warn``."""
