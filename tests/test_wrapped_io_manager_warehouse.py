@@ -8,13 +8,11 @@ from pathlib import Path
 
 import dagster as dg
 import pandas as pd
-import pydantic
 import pytest
 import test_wrapped_io_manager as wrapped
 from warehouse_assets import EVENTS, STORED_EVENTS_SCHEMA, event_count, events
 
 from ubunye_dagster import UbunyeResource, with_receipts
-from ubunye_dagster.strict_fields import UnknownSettingError
 from ubunye_dagster.warehouse import Warehouse
 from ubunye_rows import fingerprint, fingerprint_arrow
 from ubunye_rows.sql import fingerprint_duckdb
@@ -179,16 +177,6 @@ def test_a_table_missing_from_the_named_warehouse_is_an_honest_hash_error(tmp_pa
     assert output.data_hash is None
     assert output.hash_error.startswith("CatalogException")
     assert "events" in output.hash_error
-
-
-def test_an_unknown_warehouse_kind_is_refused_naming_the_known_kinds(tmp_path):
-    with pytest.raises(pydantic.ValidationError, match="'duckdb' or 'postgres'"):
-        with_receipts(duckdb_inner(tmp_path), warehouse={"kind": "snowflake", "connection": "x"})
-
-
-def test_a_misspelled_warehouse_setting_is_refused_by_name(tmp_path):
-    with pytest.raises(UnknownSettingError, match="Warehouse has no field 'dsn'"):
-        with_receipts(duckdb_inner(tmp_path), warehouse={"kind": "postgres", "dsn": "x"})
 
 
 def test_a_read_dagster_records_no_materialisation_of_is_an_honest_hash_error(tmp_path, instance):
