@@ -193,13 +193,34 @@ class Dialect(ABC):
 
     # What each engine says its own way.
 
-    @abstractmethod
     def date_text(self, expression: str) -> str:
         """A date as ``"yyyy-MM-dd"``."""
+        year = self.year_text(self.year_of(expression))
+        return f"'\"' || {year} || {self.after_year(expression, 'date')} || '\"'"
 
-    @abstractmethod
     def timestamp_text(self, expression: str, zoned: bool) -> str:
         """A timestamp as ``"yyyy-MM-ddTHH:mm:ss.ffffff"`` (its UTC instant and ``Z`` if zoned)."""
+        wall = self.utc_wall_time(expression) if zoned else self.wall_time(expression)
+        close = "Z\"'" if zoned else "\"'"
+        year = self.year_text(self.year_of(wall))
+        return f"'\"' || {year} || {self.after_year(wall, 'timestamp')} || '{close}"
+
+    @abstractmethod
+    def year_of(self, expression: str) -> str:
+        """A date's or timestamp's proleptic (astronomical) year: 1 BC is year 0."""
+
+    @abstractmethod
+    def after_year(self, expression: str, kind: str) -> str:
+        """The text after the year: ``-MM-dd`` of a ``date``, ``-MM-ddTHH:mm:ss.ffffff`` of a
+        ``timestamp``."""
+
+    @abstractmethod
+    def utc_wall_time(self, expression: str) -> str:
+        """A timestamp with a zone as the UTC wall time of its instant."""
+
+    def wall_time(self, expression: str) -> str:
+        """A timestamp without a zone as the engine's microsecond timestamp."""
+        return expression
 
     @abstractmethod
     def binary_text(self, expression: str) -> str:
@@ -235,19 +256,18 @@ class DuckDBDialect(Dialect):
             return f"lambda {variable}: {body}"
         return f"{variable} -> {body}"
 
-    def date_text(self, expression: str) -> str:
-        return (
-            f"'\"' || {self.year_text(f'year({expression})')} || "
-            f"strftime({expression}, '-%m-%d') || '\"'"
-        )
+    def year_of(self, expression: str) -> str:
+        return f"year({expression})"
 
-    def timestamp_text(self, expression: str, zoned: bool) -> str:
-        utc = f"timezone('UTC', {expression})" if zoned else f"CAST({expression} AS TIMESTAMP)"
-        close = "Z\"'" if zoned else "\"'"
-        return (
-            f"'\"' || {self.year_text(f'year({utc})')} || "
-            f"strftime({utc}, '-%m-%dT%H:%M:%S.%f') || '{close}"
-        )
+    def after_year(self, expression: str, kind: str) -> str:
+        pattern = "-%m-%d" if kind == "date" else "-%m-%dT%H:%M:%S.%f"
+        return f"strftime({expression}, '{pattern}')"
+
+    def utc_wall_time(self, expression: str) -> str:
+        return f"timezone('UTC', {expression})"
+
+    def wall_time(self, expression: str) -> str:
+        return f"CAST({expression} AS TIMESTAMP)"  # seconds and milliseconds as microseconds
 
     def binary_text(self, expression: str) -> str:
         return f"'\"' || base64({expression}) || '\"'"
@@ -345,24 +365,17 @@ class PostgresDialect(Dialect):
         layout = self._float_layout("v", bits, "digits", "power")
         return f"(SELECT {layout} FROM ({nested}) AS parts)"
 
-    def _astronomical_year(self, expression: str) -> str:
+    def year_of(self, expression: str) -> str:
         # PostgreSQL counts 1 BC as year -1; java.time (and rows-v1) as year 0.
         year = f"CAST(extract(year FROM {expression}) AS INTEGER)"
         return f"(CASE WHEN {year} < 0 THEN {year} + 1 ELSE {year} END)"
 
-    def date_text(self, expression: str) -> str:
-        return (
-            f"'\"' || {self.year_text(self._astronomical_year(expression))} || "
-            f"to_char({expression}, '-MM-DD') || '\"'"
-        )
+    def after_year(self, expression: str, kind: str) -> str:
+        pattern = "-MM-DD" if kind == "date" else '-MM-DD"T"HH24:MI:SS.US'
+        return f"to_char({expression}, '{pattern}')"
 
-    def timestamp_text(self, expression: str, zoned: bool) -> str:
-        utc = f"({expression} AT TIME ZONE 'UTC')" if zoned else expression
-        close = "Z\"'" if zoned else "\"'"
-        return (
-            f"'\"' || {self.year_text(self._astronomical_year(utc))} || "
-            f"to_char({utc}, '-MM-DD\"T\"HH24:MI:SS.US') || '{close}"
-        )
+    def utc_wall_time(self, expression: str) -> str:
+        return f"({expression} AT TIME ZONE 'UTC')"
 
     def binary_text(self, expression: str) -> str:
         return f"'\"' || translate(encode({expression}, 'base64'), chr(10), '') || '\"'"
