@@ -27,6 +27,9 @@ from ubunye_dagster.strict_fields import refuse_unknown_fields
 
 #: The resource key Dagster stores an asset under when it names no IO manager.
 DEFAULT_IO_MANAGER_KEY = "io_manager"
+#: The key of the ``UbunyeResource`` an asset accounting for its own rows asks for (a dbt
+#: asset's ``with_dbt_receipts``, ``record_output``, ``run_pipes``).
+RESOURCE_KEY = "ubunye"
 
 
 def _described(cls: type, name: str) -> str | None:
@@ -231,15 +234,17 @@ def _installed_io_manager(defs: dg.Definitions, settings: ReceiptSettings | None
 
 def with_ubunye(defs: dg.Definitions, **settings: Any) -> dg.Definitions:
     """The same Definitions with receipts: ``UbunyeIOManager`` under the default IO manager key
-    (from ``settings``, the fields of :class:`ReceiptSettings`), the drift sensor, the
-    reproducibility and expectation checks of every asset stored there, and the failure hook
-    that leaves an ``error`` record for a step that fails before it touches the IO manager."""
+    (from ``settings``, the fields of :class:`ReceiptSettings`) and its ``UbunyeResource`` under
+    ``ubunye`` (unless the Definitions have one), the drift sensor, the reproducibility and
+    expectation checks of every asset stored there, and the failure hook that leaves an
+    ``error`` record for a step that fails before it touches the IO manager."""
     chosen = ReceiptSettings(**settings) if settings else None
     kept = _installed_io_manager(defs, chosen)
     assets: Sequence[Any] = list(defs.assets or [])
     hooked = internals.definitions_with_assets(defs, with_error_records(assets))
     added = (chosen or ReceiptSettings()).companions(assets, existing=defs)
-    if kept is not None:
-        return dg.Definitions.merge(hooked, added)
-    manager = (chosen or ReceiptSettings()).io_manager()
-    return dg.Definitions.merge(hooked, added, dg.Definitions(resources={"io_manager": manager}))
+    manager = kept if kept is not None else (chosen or ReceiptSettings()).io_manager()
+    resources = {} if kept is not None else {DEFAULT_IO_MANAGER_KEY: manager}
+    if RESOURCE_KEY not in (defs.resources or {}):
+        resources[RESOURCE_KEY] = manager.resource
+    return dg.Definitions.merge(hooked, added, dg.Definitions(resources=resources))

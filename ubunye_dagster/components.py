@@ -13,6 +13,7 @@ their definitions so the IO manager's teardown records a step that fails before 
 
 from __future__ import annotations
 
+import contextlib
 from enum import Enum
 from pathlib import Path
 from typing import Annotated, Any, Literal, get_args, get_origin
@@ -22,9 +23,19 @@ from pydantic import BaseModel, ConfigDict, WithJsonSchema, create_model, model_
 from pydantic.fields import FieldInfo
 
 from ubunye_dagster import dagster_internals as internals
-from ubunye_dagster.adoption import DEFAULT_IO_MANAGER_KEY, ReceiptSettings, stored_by_default
+from ubunye_dagster.adoption import (
+    DEFAULT_IO_MANAGER_KEY,
+    RESOURCE_KEY,
+    ReceiptSettings,
+    stored_by_default,
+)
 from ubunye_dagster.early_failures import watch_early_failures
 from ubunye_dagster.strict_fields import refuse_unknown_fields
+
+# `dg list components` lists every component type of this module: the dbt one too when the dbt
+# extra is installed (a registry module of its own would stop dg where dagster-dbt is missing).
+with contextlib.suppress(ImportError):
+    from ubunye_dagster.dbt.component import UbunyeDbtProjectComponent  # noqa: F401
 
 #: Entries of a defs folder that are never definitions.
 _NOT_DEFINITIONS = ("__init__.py", "__pycache__")
@@ -108,7 +119,8 @@ class UbunyeReceipts(dg.Component, dg.Resolvable, ReceiptSettings):
         return cached
 
     def build_defs(self, context: dg.ComponentLoadContext) -> dg.Definitions:
-        """The IO manager under the default key, the sensor and the checks of the project."""
+        """The IO manager under the default key (its ``UbunyeResource`` under ``ubunye`` unless
+        another component gives one), the sensor and the checks of the project."""
         others = other_definitions(context)
         assets = list(others.assets or [])
         manager = self.io_manager()
@@ -117,7 +129,9 @@ class UbunyeReceipts(dg.Component, dg.Resolvable, ReceiptSettings):
             place_settings=manager.resource.model_dump_json(),
             io_manager_key=DEFAULT_IO_MANAGER_KEY,
         )
+        resources: dict[str, Any] = {DEFAULT_IO_MANAGER_KEY: manager}
+        if RESOURCE_KEY not in (others.resources or {}):
+            resources[RESOURCE_KEY] = manager.resource
         return dg.Definitions.merge(
-            self.companions(assets, existing=others),
-            dg.Definitions(resources={DEFAULT_IO_MANAGER_KEY: manager}),
+            self.companions(assets, existing=others), dg.Definitions(resources=resources)
         )

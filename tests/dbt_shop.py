@@ -1,0 +1,118 @@
+"""The example's dbt project (example_project/dbt_shop) copied into a test's folder, built by
+real dbt on a DuckDB file there through ``@dbt_assets`` adopted in one line (shared by
+tests/test_dbt_*.py)."""
+
+# No `from __future__ import annotations`: Dagster reads the asset function's annotations.
+
+import shutil
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import dagster as dg
+import duckdb
+import pytest
+
+dagster_dbt = pytest.importorskip("dagster_dbt", reason="the dbt extra is not installed")
+
+from ubunye_core.records.model import RunRecord  # noqa: E402
+from ubunye_core.store import LineageStore  # noqa: E402
+from ubunye_dagster import UbunyeResource, with_ubunye  # noqa: E402
+from ubunye_dagster.dbt import with_dbt_receipts  # noqa: E402
+from ubunye_rows import fingerprint_arrow  # noqa: E402
+
+EXAMPLE = Path(__file__).resolve().parents[1] / "example_project" / "dbt_shop"
+#: The profile's variable naming the DuckDB file.
+DATABASE_ENV = "UBUNYE_DBT_SHOP_DB"
+MODELS = ("raw_customers", "raw_orders", "stg_orders", "customer_revenue")
+
+
+def dbt_executable() -> str:
+    """The ``dbt`` installed beside this Python (a venv need not be on PATH)."""
+    beside = Path(sys.executable).with_name("dbt")
+    return str(beside) if beside.exists() else "dbt"
+
+
+@dataclass
+class DbtShop:
+    """The copied project, its database file and where records go."""
+
+    root: Path
+
+    @property
+    def project_dir(self) -> Path:
+        return self.root / "dbt_shop"
+
+    @property
+    def database(self) -> Path:
+        return self.root / "shop.duckdb"
+
+    def write(self, relative: str, text: str) -> None:
+        """Add or replace a file of the dbt project (a model, a seed, a source)."""
+        path = self.project_dir / relative
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+
+    def dbt(self) -> dagster_dbt.DbtCliResource:
+        return dagster_dbt.DbtCliResource(
+            project_dir=str(self.project_dir),
+            profiles_dir=str(self.project_dir),
+            dbt_executable=dbt_executable(),
+        )
+
+    def assets(self) -> dg.AssetsDefinition:
+        """``@dbt_assets`` of the project as it is now (parsed first), with receipts."""
+        target = self.project_dir / "target"
+        self.dbt().cli(["parse"], target_path=target).wait()
+
+        @dagster_dbt.dbt_assets(manifest=target / "manifest.json")
+        def shop(
+            context: dg.AssetExecutionContext,
+            dbt: dagster_dbt.DbtCliResource,
+            ubunye: UbunyeResource,
+        ):
+            yield from with_dbt_receipts(
+                dbt.cli(["build"], context=context), context=context, ubunye=ubunye
+            )
+
+        return shop
+
+    def definitions(self) -> dg.Definitions:
+        """The project's Definitions adopted with ``with_ubunye``, records under ``root``."""
+        defs = dg.Definitions(assets=[self.assets()], resources={"dbt": self.dbt()})
+        return with_ubunye(defs, usecase_dir=str(self.root), base_path=str(self.root / "data"))
+
+    def materialise(
+        self, instance: dg.DagsterInstance | None = None, raise_on_error: bool = True
+    ) -> dg.ExecuteInProcessResult:
+        """One run of every dbt node (``dbt build``)."""
+        defs = self.definitions()
+        assets = [a for a in defs.assets if isinstance(a, dg.AssetsDefinition)]
+        return dg.materialize(
+            assets,
+            resources=defs.resources,
+            instance=instance,
+            raise_on_error=raise_on_error,
+        )
+
+    def record(self, asset: str, run_id: str) -> RunRecord:
+        """The run record of ``asset`` (group ``default``) in run ``run_id``."""
+        return LineageStore.for_usecase_dir(self.root).load(f"dagster/default/{asset}", run_id)
+
+    def digest_read_through_duckdb(self, table: str) -> str | None:
+        """rows-v1 of ``main.<table>`` read by DuckDB itself into Arrow (the independent check).
+        Opened as dagster-dbt's adapter opens it (read only): DuckDB refuses a second
+        configuration of a file in one process, and that adapter keeps its connection open."""
+        read_only = {"access_mode": "READ_ONLY"}
+        with duckdb.connect(str(self.database), config=read_only) as connection:
+            table = connection.sql(f"select * from main.{table}").to_arrow_table()
+        return fingerprint_arrow(table).data_hash
+
+
+def copy_shop(root: Path, monkeypatch: pytest.MonkeyPatch) -> DbtShop:
+    """The example's dbt project copied under ``root``, its DuckDB file there too."""
+    ignored = shutil.ignore_patterns("target", "logs", "*.duckdb*", ".user.yml")
+    shutil.copytree(EXAMPLE, root / "dbt_shop", ignore=ignored)
+    shop = DbtShop(root)
+    monkeypatch.setenv(DATABASE_ENV, str(shop.database))
+    return shop

@@ -1,0 +1,43 @@
+"""``UbunyeDbtProjectComponent``: dagster-dbt's ``DbtProjectComponent`` whose every model, seed
+and snapshot gets its receipt, in a components project's ``defs.yaml``::
+
+    type: ubunye_dagster.dbt.UbunyeDbtProjectComponent
+    attributes:
+      project: "{{ project_root }}/dbt_shop"
+
+It takes the component's own attributes unchanged, and where records go (``usecase_dir``,
+``lineage_dir``, ``usecase``: ``UbunyeResource``'s fields and defaults, which the project's
+``UbunyeReceipts`` component uses too).
+"""
+
+# No ``from __future__ import annotations``: Dagster resolves the attributes from real types.
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import dagster as dg
+from dagster_dbt import DbtCliResource, DbtProjectComponent
+
+from ubunye_dagster.dbt.receipts import with_dbt_receipts
+from ubunye_dagster.identity import DEFAULT_USECASE
+from ubunye_dagster.resource import UbunyeResource
+
+
+@dataclass
+class UbunyeDbtProjectComponent(DbtProjectComponent):
+    """A dbt project as assets, each materialisation with its receipt (``with_dbt_receipts``)."""
+
+    usecase_dir: str = "."
+    lineage_dir: str | None = None
+    usecase: str = DEFAULT_USECASE
+
+    def ubunye(self) -> UbunyeResource:
+        """Where this component's records go."""
+        return UbunyeResource(
+            usecase_dir=self.usecase_dir, lineage_dir=self.lineage_dir, usecase=self.usecase
+        )
+
+    def execute(self, context: dg.AssetExecutionContext, dbt: DbtCliResource) -> Iterator[Any]:
+        """The component's dbt command, its events with receipts."""
+        invocation = dbt.cli(self.get_cli_args(context), context=context)
+        yield from with_dbt_receipts(invocation, context=context, ubunye=self.ubunye())
