@@ -27,7 +27,7 @@ from ubunye_dagster.dbt.warehouse import (
     Unreachable,
     failure_text,
     hashed_step,
-    warehouse_cursor,
+    warehouse_connection,
 )
 from ubunye_dagster.records import RecordPlace
 from ubunye_dagster.session import LoadedInput, open_session
@@ -145,7 +145,7 @@ def _open_cursor(stack: contextlib.ExitStack, invocation: Any, adapter_type: str
     if invocation.adapter is None:
         return Unreachable("ValueError: the dbt invocation has no adapter to reach the warehouse")
     try:
-        return stack.enter_context(warehouse_cursor(invocation.adapter, invocation.project_dir))
+        return stack.enter_context(warehouse_connection(invocation.adapter, invocation.project_dir))
     except Exception as error:
         return Unreachable(failure_text(error))
 

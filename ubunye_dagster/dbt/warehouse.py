@@ -1,5 +1,5 @@
 """Relations hashed where they are stored: rows-v1 of a dbt relation, computed in the warehouse
-through the dbt adapter's own connection (DuckDB through dbt-duckdb's database file).
+(DuckDB: the database file of the dbt-duckdb profile, opened read only once dbt has exited).
 
 A hash that cannot be computed is the step's ``hash_error`` (``"<Type>: <message>"``), never a
 raised error: a receipt does not fail a build.
@@ -8,12 +8,13 @@ raised error: a receipt does not fail a build.
 from __future__ import annotations
 
 import contextlib
-import os
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+import duckdb
 
 from ubunye_core.records.model import StepRecord
 from ubunye_rows.sql import fingerprint_duckdb
@@ -22,22 +23,29 @@ from ubunye_rows.sql import fingerprint_duckdb
 HASHED_IN = ("duckdb",)
 
 
+#: How the database file is opened: read only, as dagster-dbt's in-process adapter opens it (DuckDB
+#: refuses a second configuration of one file in a process).
+READ_ONLY = {"access_mode": "READ_ONLY"}
+
+
+def database_path(adapter: Any, project_dir: Path) -> str:
+    """The DuckDB database the dbt ``adapter``'s profile names (a relative path is the
+    project's, as for dbt)."""
+    path = str(adapter.config.credentials.path)
+    if path == ":memory:" or "://" in path or path.startswith("md:"):
+        return path
+    return str((project_dir / path).resolve())
+
+
 @contextlib.contextmanager
-def _working_directory(folder: Path) -> Iterator[None]:
-    """Run inside ``folder``: a profile's relative database path is the project's, as for dbt."""
-    before = os.getcwd()
-    os.chdir(folder)
+def warehouse_connection(adapter: Any, project_dir: Path) -> Iterator[Any]:
+    """A read-only connection to the profile's DuckDB file, closed after: dbt has exited, and
+    no connection of this process is left holding the file for the next build."""
+    connection = duckdb.connect(database_path(adapter, project_dir), config=READ_ONLY)
     try:
-        yield
+        yield connection
     finally:
-        os.chdir(before)
-
-
-@contextlib.contextmanager
-def warehouse_cursor(adapter: Any, project_dir: Path) -> Iterator[Any]:
-    """A cursor on the warehouse from the dbt ``adapter``'s own connection, released after."""
-    with _working_directory(project_dir), adapter.connection_named("ubunye_receipts"):
-        yield adapter.connections.get_thread_connection().handle.cursor()
+        connection.close()
 
 
 @dataclass(frozen=True)
