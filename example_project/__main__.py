@@ -1,5 +1,5 @@
-"""`python -m example_project`: materialise every asset, raise some prices, then print one
-asset's lineage trace and the rows the price rise changed."""
+"""`python -m example_project`: materialise every asset, raise some prices, build the dbt models
+before and after a seed changes, then print lineage traces and the rows each change moved."""
 
 from __future__ import annotations
 
@@ -12,10 +12,15 @@ from pathlib import Path
 from example_project.paths import OPENLINEAGE_CONFIG, PROJECT_DIR, data_dir, example_home
 from example_project.run import (
     TRACED_ASSET,
+    TRACED_DBT_MODEL,
+    build_dbt_models,
+    change_seed,
+    dbt_diff_command,
     diff_command,
     materialise_all,
     open_instance,
     raise_prices,
+    restore_seeds,
     trace_command,
 )
 from ubunye_core.cli import main as ubunye_dagster_cli
@@ -40,6 +45,15 @@ def main() -> int:
     with open_instance() as instance:
         results = materialise_all(home, instance, report=lambda line: print(line, flush=True))
         results.append(raise_prices(home, instance, report=lambda line: print(line, flush=True)))
+        # The dbt models, built, then built again after one seed changes.
+        restore_seeds(home)
+        results.append(
+            build_dbt_models(home, instance, report=lambda line: print(line, flush=True))
+        )
+        change_seed(home, report=lambda line: print(line, flush=True))
+        results.append(
+            build_dbt_models(home, instance, report=lambda line: print(line, flush=True))
+        )
     materialised = sum(len(result.get_asset_materialization_events()) for result in results)
     print(
         f"\n{materialised} materialisations in {len(results)} runs "
@@ -51,6 +65,14 @@ def main() -> int:
     code = ubunye_dagster_cli(arguments)
     # Which rows the price rise changed (exit status 1: the versions differ, as it should).
     arguments = diff_command(home)
+    print(f"\n$ ubunye-dagster {shlex.join(arguments)}")
+    if ubunye_dagster_cli(arguments) != 1:
+        return 1
+    arguments = trace_command(home, TRACED_DBT_MODEL)
+    print(f"\n$ ubunye-dagster {shlex.join(arguments)}")
+    code = code or ubunye_dagster_cli(arguments)
+    # Which rows the seed change moved downstream (exit status 1 again).
+    arguments = dbt_diff_command(home)
     print(f"\n$ ubunye-dagster {shlex.join(arguments)}")
     return code if ubunye_dagster_cli(arguments) == 1 else 1
 

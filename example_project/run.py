@@ -8,8 +8,10 @@ from pathlib import Path
 
 import dagster as dg
 
+from example_project.dbt_models import dbt_working_copy, reset_seeds
 from example_project.definitions import (
     DAILY_JOB,
+    DBT_JOB,
     MAIN_JOB,
     PRICE_JOB,
     USECASE,
@@ -23,6 +25,12 @@ TRACED_ASSET = "sales/order_lines"
 #: The Delta-stored asset whose row diff the quick start prints, and the price rise it makes.
 DIFFED_ASSET = "sales/price_list"
 PRICE_RISE = {"rise_category": "books", "rise_percent": 10.0}
+#: The dbt model whose trace the quick start prints, and the one whose rows a seed change moves.
+TRACED_DBT_MODEL = "dbt_shop/customer_revenue"
+DIFFED_DBT_MODEL = "dbt_shop/stg_orders"
+#: The seed change: one order's amount corrected in `raw_orders.csv`.
+SEED_FILE = "seeds/raw_orders.csv"
+SEED_CHANGE = ("102,2,2024-01-01,7.25", "102,2,2024-01-01,72.50")
 #: Dagster's console logger at WARNING: the quick start prints one line per run instead.
 QUIET = {"loggers": {"console": {"config": {"log_level": "WARNING"}}}}
 
@@ -77,4 +85,41 @@ def diff_command(home: Path, asset: str = DIFFED_ASSET) -> list[str]:
     return [
         "lineage", "diff", "-d", str(home), "-u", USECASE, "--asset", asset,
         "--key", "product_id", "--limit", "3",
+    ]  # fmt: skip
+
+
+def build_dbt_models(
+    home: Path, instance: dg.DagsterInstance, report: Callable[[str], None] = lambda line: None
+) -> dg.ExecuteInProcessResult:
+    """Run `dbt build` on the example's dbt project (its own job); raise on failure."""
+    job = build_definitions(home).resolve_job_def(DBT_JOB)
+    result = job.execute_in_process(instance=instance, run_config=QUIET)
+    keys = sorted(
+        event.asset_key.to_user_string() for event in result.get_asset_materialization_events()
+    )
+    report(f"run {result.run_id[:8]} {DBT_JOB}: {', '.join(keys)}")
+    return result
+
+
+def change_seed(home: Path, report: Callable[[str], None] = lambda line: None) -> None:
+    """Correct one order's amount in the home's copy of the dbt project's `raw_orders` seed."""
+    seed = dbt_working_copy(home) / SEED_FILE
+    before, after = SEED_CHANGE
+    text = seed.read_text(encoding="utf-8")
+    if before not in text:
+        raise ValueError(f"{seed} has no line {before!r} to change (reset_seeds restores it)")
+    seed.write_text(text.replace(before, after), encoding="utf-8")
+    report(f"changed {SEED_FILE}: {before} -> {after}")
+
+
+def restore_seeds(home: Path) -> None:
+    """The shipped seeds back in the home's copy of the dbt project (the quick start's start)."""
+    reset_seeds(dbt_working_copy(home))
+
+
+def dbt_diff_command(home: Path, asset: str = DIFFED_DBT_MODEL) -> list[str]:
+    """The `ubunye-dagster` arguments that print which rows of a dbt model the seed change moved."""
+    return [
+        "lineage", "diff", "-d", str(home), "-u", USECASE, "--asset", asset,
+        "--key", "order_id", "--limit", "3",
     ]  # fmt: skip

@@ -23,6 +23,10 @@ ASSET_GROUPS = {
     "spark/order_lines": "spark",
     "spark/category_revenue": "spark",
 }
+#: The dbt project's models and seeds (example_project/dbt_shop), all in the `dbt_shop` group.
+DBT_ASSETS = {
+    f"dbt_shop/{name}" for name in ("raw_customers", "raw_orders", "stg_orders", "customer_revenue")
+}
 SPARK_ASSETS = {asset for asset, group in ASSET_GROUPS.items() if group == "spark"}
 NON_SPARK_ASSETS = set(ASSET_GROUPS) - SPARK_ASSETS
 #: The one daily-partitioned asset.

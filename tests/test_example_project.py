@@ -13,6 +13,7 @@ import dagster as dg
 import pytest
 from example_receipts import (
     ASSET_GROUPS,
+    DBT_ASSETS,
     NON_SPARK_ASSETS,
     PARTITIONED,
     assert_receipt_matches_record,
@@ -57,7 +58,7 @@ def pandas_and_polars_run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[
 def test_the_definitions_load() -> None:
     dg.Definitions.validate_loadable(defs)
     keys = {spec.key.to_user_string() for spec in defs.resolve_all_asset_specs()}
-    assert keys == set(ASSET_GROUPS)
+    assert keys == set(ASSET_GROUPS) | DBT_ASSETS
     assert defs.resolve_job_def(MAIN_JOB) is not None
     assert defs.resolve_job_def(DAILY_JOB) is not None
 
@@ -74,7 +75,7 @@ def test_the_drift_sensor_watches_every_asset_and_each_shows_the_check() -> None
     assert sensor.default_status == dg.DefaultSensorStatus.RUNNING
     check_keys = defs.resolve_asset_graph().asset_check_keys
     reproducible = {key.asset_key.to_user_string() for key in check_keys if key.name == CHECK_NAME}
-    assert reproducible == set(ASSET_GROUPS)
+    assert reproducible == set(ASSET_GROUPS) | DBT_ASSETS
 
 
 def test_each_declared_expectation_is_an_asset_check_the_main_job_runs() -> None:

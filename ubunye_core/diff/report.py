@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ubunye_core.diff.rows import RowDiff, diff_tables, sketch_of_digests, table_row_digests
-from ubunye_core.materialisations.stored import read_stored
+from ubunye_core.materialisations.stored import STORED_FORMATS, read_stored
 from ubunye_core.records.model import RunRecord, StepRecord
 from ubunye_core.records.sketches import step_sketch
 from ubunye_core.store import LineageStore
@@ -222,6 +222,12 @@ def _stored_rows(
 ) -> tuple[Any, Any] | None:
     """The side's stored rows and their digests; None (with a note) when they are gone or are no
     longer the rows its sketch (or, without one, its digest) recorded."""
+    if side.format not in STORED_FORMATS:
+        notes.append(
+            f"{side.label}: its rows are a {side.format} table, which lineage diff does not read "
+            "back (a dbt model keeps only its latest rows)"
+        )
+        return None
     try:
         stored = read_stored(
             side.location,

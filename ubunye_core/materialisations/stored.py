@@ -142,6 +142,10 @@ class StoredTable:
         return hashed_view(self.table, self.writer)
 
 
+#: The formats ``read_stored`` reads back (a warehouse table's rows stay in its database).
+STORED_FORMATS = ("parquet", "delta")
+
+
 def read_stored(
     location: Any,
     *,

@@ -62,6 +62,8 @@ class _Receipts:
     place: RecordPlace
     cursor: Any
     compiled: dict[str, str]
+    #: The manifest dbt wrote for this invocation: the SQL and seed files it built from.
+    run_manifest: dict[str, Any]
     outputs: dict[str, StepRecord] = dataclasses.field(default_factory=dict)
 
     @property
@@ -75,7 +77,7 @@ class _Receipts:
         return translator.get_asset_spec(manifest, unique_id, self.invocation.project).key
 
     def node(self, unique_id: str) -> DbtNode | None:
-        return node_of(self.invocation.manifest, unique_id, self.compiled)
+        return node_of(self.run_manifest, unique_id, self.compiled)
 
     def input_of(self, parent_id: str) -> LoadedInput:
         """A parent relation as an input: its receipt of this invocation, else hashed now."""
@@ -158,6 +160,14 @@ def _compiled_code(invocation: Any) -> dict[str, str]:
         return {}
 
 
+def _run_manifest(invocation: Any) -> dict[str, Any]:
+    """The manifest this invocation wrote, else the one the assets were defined from."""
+    try:
+        return invocation.get_artifact("manifest.json")
+    except (OSError, ValueError):
+        return dict(invocation.manifest)
+
+
 def with_dbt_receipts(
     invocation: Any, *, context: dg.AssetExecutionContext, ubunye: RecordPlace
 ) -> Iterator[Any]:
@@ -166,7 +176,9 @@ def with_dbt_receipts(
     under ``ubunye``'s lineage folder, its digest the data version. A receipt never fails the
     build; dbt's own failure is raised after the receipts of what was built."""
     events, failure = _drained(iter(invocation.stream()))
-    receipts = _Receipts(invocation, context, ubunye, None, _compiled_code(invocation))
+    receipts = _Receipts(
+        invocation, context, ubunye, None, _compiled_code(invocation), _run_manifest(invocation)
+    )
     with contextlib.ExitStack() as stack:
         receipts.cursor = _open_cursor(stack, invocation, receipts.adapter_type)
         for event in events:

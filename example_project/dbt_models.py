@@ -1,0 +1,86 @@
+"""The example's dbt project (``dbt_shop/``: two seeds and two models on DuckDB) as Dagster
+assets, each build with its receipts: one line in the ``@dbt_assets`` body."""
+
+# No `from __future__ import annotations`: Dagster reads the asset function's annotations.
+
+import shutil
+import sys
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import dagster as dg
+from dagster_dbt import DagsterDbtTranslator, DbtCliResource, dbt_assets
+
+from example_project.paths import PROJECT_DIR, data_dir
+from ubunye_dagster import UbunyeResource
+from ubunye_dagster.dbt import with_dbt_receipts
+
+#: The dbt project as shipped; each home builds a copy of it (its target/, its DuckDB file).
+DBT_PROJECT_DIR = PROJECT_DIR / "dbt_shop"
+#: The group and key prefix of the dbt assets (their records: ``<usecase>/dbt_shop/...``).
+DBT_GROUP = "dbt_shop"
+#: What a copy leaves out: dbt's outputs and the database.
+_BUILT_PATTERNS = ("target", "logs", "*.duckdb", "*.duckdb.wal", ".user.yml")
+_BUILT = shutil.ignore_patterns(*_BUILT_PATTERNS)
+
+
+def dbt_working_copy(home: Path) -> Path:
+    """The dbt project this home builds: a copy under ``data/``, its seeds copied only when it
+    has none (the quick start changes one there; ``reset_seeds`` puts the shipped ones back)."""
+    copy = data_dir(home) / "dbt_shop"
+    kept = (
+        shutil.ignore_patterns("seeds", *_BUILT_PATTERNS) if (copy / "seeds").is_dir() else _BUILT
+    )
+    shutil.copytree(DBT_PROJECT_DIR, copy, ignore=kept, dirs_exist_ok=True)
+    return copy
+
+
+def reset_seeds(project_dir: Path) -> None:
+    """The shipped seeds back in the copy ``project_dir``."""
+    shutil.copytree(DBT_PROJECT_DIR / "seeds", project_dir / "seeds", dirs_exist_ok=True)
+
+
+def dbt_resource(project_dir: Path) -> DbtCliResource:
+    """dbt on the project, run by the ``dbt`` installed beside this Python (a venv need not be
+    on PATH)."""
+    beside = Path(sys.executable).with_name("dbt")
+    return DbtCliResource(
+        project_dir=str(project_dir),
+        profiles_dir=str(project_dir),
+        dbt_executable=str(beside) if beside.exists() else "dbt",
+    )
+
+
+def parsed_manifest(project_dir: Path) -> Path:
+    """The project's ``manifest.json``, parsed again when a project file is newer than it."""
+    manifest = project_dir / "target" / "manifest.json"
+    sources = [p for p in project_dir.rglob("*") if p.is_file() and "target" not in p.parts]
+    newest = max(p.stat().st_mtime for p in sources)
+    if not manifest.exists() or manifest.stat().st_mtime < newest:
+        dbt_resource(project_dir).cli(["--quiet", "parse"], target_path=manifest.parent).wait()
+    return manifest
+
+
+class ShopTranslator(DagsterDbtTranslator):
+    """Every dbt node under the ``dbt_shop`` group and key prefix."""
+
+    def get_asset_spec(self, manifest: Mapping[str, Any], unique_id: str, project: Any):
+        spec = super().get_asset_spec(manifest, unique_id, project)
+        return spec.replace_attributes(key=spec.key.with_prefix(DBT_GROUP), group_name=DBT_GROUP)
+
+
+def build_dbt_assets(project_dir: Path) -> dg.AssetsDefinition:
+    """The dbt project's models and seeds, built by ``dbt build``, each with its receipt."""
+
+    @dbt_assets(
+        manifest=parsed_manifest(project_dir),
+        name=DBT_GROUP,
+        dagster_dbt_translator=ShopTranslator(),
+    )
+    def dbt_shop(context: dg.AssetExecutionContext, dbt: DbtCliResource, ubunye: UbunyeResource):
+        yield from with_dbt_receipts(
+            dbt.cli(["build"], context=context), context=context, ubunye=ubunye
+        )
+
+    return dbt_shop
