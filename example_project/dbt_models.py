@@ -3,6 +3,7 @@ assets, each build with its receipts: one line in the ``@dbt_assets`` body."""
 
 # No `from __future__ import annotations`: Dagster reads the asset function's annotations.
 
+import json
 import shutil
 import sys
 from collections.abc import Mapping
@@ -28,7 +29,7 @@ _BUILT = shutil.ignore_patterns(*_BUILT_PATTERNS)
 def dbt_working_copy(home: Path) -> Path:
     """The dbt project this home builds: a copy under ``data/``, its seeds copied only when it
     has none (the quick start changes one there; ``reset_seeds`` puts the shipped ones back)."""
-    copy = data_dir(home) / "dbt_shop"
+    copy = (data_dir(home) / "dbt_shop").resolve()
     kept = (
         shutil.ignore_patterns("seeds", *_BUILT_PATTERNS) if (copy / "seeds").is_dir() else _BUILT
     )
@@ -52,14 +53,16 @@ def dbt_resource(project_dir: Path) -> DbtCliResource:
     )
 
 
-def parsed_manifest(project_dir: Path) -> Path:
-    """The project's ``manifest.json``, parsed again when a project file is newer than it."""
+def parsed_manifest(project_dir: Path) -> dict[str, Any]:
+    """The project's manifest, parsed again when a project file is newer than it. Read here,
+    not handed over as a path: dagster-dbt keeps the first manifest it read from a path."""
     manifest = project_dir / "target" / "manifest.json"
-    sources = [p for p in project_dir.rglob("*") if p.is_file() and "target" not in p.parts]
+    relative = (p.relative_to(project_dir) for p in project_dir.rglob("*") if p.is_file())
+    sources = [project_dir / p for p in relative if p.parts[0] not in ("target", "logs")]
     newest = max(p.stat().st_mtime for p in sources)
     if not manifest.exists() or manifest.stat().st_mtime < newest:
         dbt_resource(project_dir).cli(["--quiet", "parse"], target_path=manifest.parent).wait()
-    return manifest
+    return json.loads(manifest.read_text(encoding="utf-8"))
 
 
 class ShopTranslator(DagsterDbtTranslator):

@@ -33,7 +33,7 @@ DAILY_JOB = "daily_orders"
 #: The Delta-stored price list alone, to materialise a price rise.
 PRICE_JOB = "price_list"
 #: The dbt project's models and seeds (`dbt build`), on DuckDB.
-DBT_JOB = "dbt_shop"
+DBT_JOB = "dbt_build"
 
 #: The drift sensor's name and how often the daemon runs it.
 DRIFT_SENSOR = "ubunye_drift_sensor"

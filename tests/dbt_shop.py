@@ -4,6 +4,7 @@ tests/test_dbt_*.py)."""
 
 # No `from __future__ import annotations`: Dagster reads the asset function's annotations.
 
+import json
 import shutil
 import sys
 from dataclasses import dataclass
@@ -65,7 +66,10 @@ class DbtShop:
         target = self.project_dir / "target"
         self.dbt().cli(["parse"], target_path=target).wait()
 
-        @dagster_dbt.dbt_assets(manifest=target / "manifest.json")
+        # The manifest itself, not its path: dagster-dbt keeps the first manifest read from one.
+        manifest = json.loads((target / "manifest.json").read_text(encoding="utf-8"))
+
+        @dagster_dbt.dbt_assets(manifest=manifest)
         def shop(
             context: dg.AssetExecutionContext,
             dbt: dagster_dbt.DbtCliResource,
