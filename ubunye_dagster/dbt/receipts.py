@@ -55,7 +55,8 @@ def _unique_id(event: Any) -> str | None:
 
 @dataclasses.dataclass
 class _Receipts:
-    """One invocation's receipts: the nodes it built, a warehouse cursor, each output step."""
+    """One invocation's receipts: the nodes it built, a warehouse connection (or why there is
+    none), each output step."""
 
     invocation: Any
     context: dg.AssetExecutionContext
@@ -73,8 +74,9 @@ class _Receipts:
     def asset_key_of(self, unique_id: str) -> dg.AssetKey:
         """The Dagster asset key the invocation's translator gives the node."""
         translator = self.invocation.dagster_dbt_translator
-        manifest = self.invocation.manifest
-        return translator.get_asset_spec(manifest, unique_id, self.invocation.project).key
+        # dagster-dbt 0.26 (Dagster 1.10) keeps no ``project`` on the invocation.
+        project = getattr(self.invocation, "project", None)
+        return translator.get_asset_spec(self.invocation.manifest, unique_id, project).key
 
     def node(self, unique_id: str) -> DbtNode | None:
         return node_of(self.run_manifest, unique_id, self.compiled)
