@@ -3,9 +3,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import dagster as dg
@@ -18,6 +20,26 @@ NEEDS_COMPONENTS_DAGSTER = pytest.mark.skipif(
     not HAS_COMPONENTS, reason="the UbunyeReceipts component needs Dagster 1.11 or newer"
 )
 PROJECT = "shop"
+
+
+@contextlib.contextmanager
+def fresh_project_modules() -> Iterator[None]:
+    """The project's package imported afresh in the block and forgotten after it: every
+    project made here has the same package name, and Python would otherwise reuse the first
+    one a worker loaded (another module's project)."""
+
+    def loaded() -> list[str]:
+        return [name for name in sys.modules if name.split(".")[0] == PROJECT]
+
+    saved = {name: sys.modules.pop(name) for name in loaded()}
+    try:
+        yield
+    finally:
+        for name in loaded():
+            del sys.modules[name]
+        sys.modules.update(saved)
+
+
 #: Set in a run's environment, the `feed` asset fails before it returns anything.
 FEED_DOWN = "SHOP_FEED_DOWN"
 

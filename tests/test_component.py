@@ -6,7 +6,6 @@ from __future__ import annotations
 import inspect
 import json
 import shutil
-import sys
 import warnings
 from pathlib import Path
 
@@ -16,8 +15,8 @@ from components_project import (
     COMPONENT_TYPE,
     FEED_DOWN,
     NEEDS_COMPONENTS_DAGSTER,
-    PROJECT,
     create_project,
+    fresh_project_modules,
     receipts_yaml,
     run_tool,
     tool,
@@ -212,17 +211,9 @@ def test_dg_check_defs_stops_at_an_unknown_attribute_before_loading(root, tmp_pa
 
 @pytest.fixture
 def fresh_project_package():
-    """The project's package imported afresh in the test and forgotten after it: a copy of the
-    project has the same package name, and Python would otherwise reuse the first one loaded."""
-
-    def loaded() -> list[str]:
-        return [name for name in sys.modules if name.split(".")[0] == PROJECT]
-
-    saved = {name: sys.modules.pop(name) for name in loaded()}
-    yield
-    for name in loaded():
-        del sys.modules[name]
-    sys.modules.update(saved)
+    """The project's package imported afresh in the test (``fresh_project_modules``)."""
+    with fresh_project_modules():
+        yield
 
 
 def test_an_unknown_attribute_is_refused_when_loading_with_the_closest_valid_name(

@@ -7,7 +7,14 @@ import json
 
 import dagster as dg
 import pytest
-from components_project import COMPONENT_TYPE, NEEDS_COMPONENTS_DAGSTER, PROJECT, run_tool, tool
+from components_project import (
+    COMPONENT_TYPE,
+    NEEDS_COMPONENTS_DAGSTER,
+    PROJECT,
+    fresh_project_modules,
+    run_tool,
+    tool,
+)
 from dbt_shop import DbtShop, copy_shop
 from test_component import load_defs_folder
 
@@ -52,10 +59,10 @@ def test_dg_lists_the_dbt_component_type(components_project):
 def test_a_components_project_gives_each_dbt_model_its_receipt(components_project, monkeypatch):
     root, project, shop = components_project
     monkeypatch.syspath_prepend(str(project / "src"))
-    defs = load_defs_folder(project)
-    assets = [a for a in defs.assets if isinstance(a, dg.AssetsDefinition)]
-
-    result = dg.materialize(assets, resources=defs.resources)
+    with fresh_project_modules():  # not another module's project of the same package name
+        defs = load_defs_folder(project)
+        assets = [a for a in defs.assets if isinstance(a, dg.AssetsDefinition)]
+        result = dg.materialize(assets, resources=defs.resources)
 
     assert result.success
     for asset in ("raw_orders", "stg_orders", "customer_revenue"):
