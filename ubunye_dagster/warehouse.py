@@ -16,7 +16,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, model_validator
 
 from ubunye_dagster.handlers.base import type_is
-from ubunye_dagster.masking import mask_text
+from ubunye_dagster.masking import mask_error
 from ubunye_dagster.strict_fields import refuse_unknown_fields
 
 #: dagster-duckdb retries a locked database file (10 times, backing off from 0.1 s); a
@@ -58,8 +58,7 @@ class Warehouse(BaseModel):
             connection = self._opened()
         except Exception as exc:
             raise WarehouseConnectionError(
-                f"cannot connect to the {self.kind} warehouse: "
-                f"{mask_text(f'{type(exc).__name__}: {exc}')}"
+                f"cannot connect to the {self.kind} warehouse: {mask_error(exc)}"
             ) from None
         try:
             yield connection

@@ -25,10 +25,10 @@ from ubunye_dagster.dbt.nodes import DbtNode, compiled_code_by_node, node_of
 from ubunye_dagster.dbt.warehouse import (
     HASHED_IN,
     Unreachable,
-    failure_text,
     hashed_step,
     warehouse_connection,
 )
+from ubunye_dagster.masking import mask_error
 from ubunye_dagster.records import RecordPlace
 from ubunye_dagster.session import LoadedInput, open_session
 
@@ -134,7 +134,7 @@ class _Receipts:
 
 def _warn(context: dg.AssetExecutionContext, event: Any, error: Exception) -> None:
     context.log.warning(
-        f"ubunye: no receipt for dbt node {_unique_id(event)} ({failure_text(error)}); "
+        f"ubunye: no receipt for dbt node {_unique_id(event)} ({mask_error(error)}); "
         "the dbt build goes on without it"
     )
 
@@ -151,7 +151,7 @@ def _open_cursor(stack: contextlib.ExitStack, invocation: Any, adapter_type: str
     try:
         return stack.enter_context(warehouse_connection(invocation.adapter, invocation.project_dir))
     except Exception as error:
-        return Unreachable(failure_text(error))
+        return Unreachable(mask_error(error))
 
 
 def _compiled_code(invocation: Any) -> dict[str, str]:

@@ -17,6 +17,7 @@ from typing import Any
 import duckdb
 
 from ubunye_core.records.model import StepRecord
+from ubunye_dagster.masking import mask_error
 from ubunye_rows.sql import fingerprint_duckdb
 
 #: The adapter types whose relations are hashed in the database.
@@ -55,11 +56,6 @@ class Unreachable:
     reason: str
 
 
-def failure_text(error: BaseException) -> str:
-    """``<ExceptionType>: <message>``, the record's hash error."""
-    return f"{type(error).__name__}: {error}"
-
-
 def hashed_step(
     cursor: Any,
     relation: str | None,
@@ -80,7 +76,7 @@ def hashed_step(
             raise ValueError("the node is not a relation in the warehouse (an ephemeral model)")
         fp = fingerprint_duckdb(cursor, relation)
     except Exception as error:
-        return StepRecord(**unhashed, hash_error=failure_text(error))
+        return StepRecord(**unhashed, hash_error=mask_error(error))
     return StepRecord.from_fingerprint(
         fp,
         name=name,

@@ -22,7 +22,7 @@ from ubunye_dagster.handlers.base import RowsOf, TableSlice
 from ubunye_dagster.handlers.pyspark import SparkRows
 from ubunye_dagster.metadata import URI
 from ubunye_dagster.storage.base import Part, ReadRequest, Storage, StoredRead
-from ubunye_dagster.storage.warehouse_tables import StoredRows, hash_stated_table
+from ubunye_dagster.storage.warehouse_tables import StoredRows, hash_stated_table, metadata_text
 from ubunye_dagster.warehouse import Warehouse
 from ubunye_rows import Fingerprint
 
@@ -30,16 +30,11 @@ from ubunye_rows import Fingerprint
 def stated_location(metadata: Mapping[str, Any]) -> str | None:
     """Where output metadata says the data is: a URI or path as stated, a table as
     ``<storage kind>:<table>`` (``duckdb:warehouse.duckdb.shop.orders``); None when silent."""
-
-    def text(key: str) -> str | None:
-        value = metadata.get(key)
-        return None if value is None else str(getattr(value, "value", value))
-
-    found = text(URI) or text("path")
+    found = metadata_text(metadata, URI) or metadata_text(metadata, "path")
     if found:
         return found
-    table = text("dagster/table_name") or text("table_name")
-    kind = text("dagster/storage_kind")
+    table = metadata_text(metadata, "dagster/table_name") or metadata_text(metadata, "table_name")
+    kind = metadata_text(metadata, "dagster/storage_kind")
     return f"{kind}:{table}" if table and kind else table
 
 

@@ -45,7 +45,8 @@ class StoredSlice:
     where: str | None = None
 
 
-def _text(metadata: Mapping[str, Any], key: str) -> str | None:
+def metadata_text(metadata: Mapping[str, Any], key: str) -> str | None:
+    """The text of a metadata entry (its value, for a MetadataValue); None when absent."""
     value = metadata.get(key)
     return None if value is None else str(getattr(value, "value", value))
 
@@ -56,12 +57,12 @@ def stated_slice(
     """The table and slice ``metadata`` states (``stated_by`` says whose it is, for errors);
     UnstatedTableError naming what is missing when it names no table, or no predicate for a
     partition."""
-    query = _text(metadata, QUERY)
+    query = metadata_text(metadata, QUERY)
     found = _DB_IO_MANAGER_QUERY.match(query) if query else None
     if found:
         table = StoredSlice(found["relation"], found["where"])
     else:
-        table_name = _text(metadata, TABLE_NAME)
+        table_name = metadata_text(metadata, TABLE_NAME)
         if not table_name:
             raise UnstatedTableError(
                 f"{stated_by} names no table (neither '{QUERY}' as Dagster's DbIOManager logs "

@@ -11,14 +11,21 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from ubunye_rows.hashing.digest import Fingerprint
-from ubunye_rows.hashing.types import refuse_duplicate_names, schema_pairs
+from ubunye_rows.hashing.types import refuse_duplicate_names
+from ubunye_rows.sketch import empty_bucket_arrays
 from ubunye_rows.sql.dialects import DuckDBDialect
-from ubunye_rows.sql.query import Column, buckets_query, segments, segments_query, source
+from ubunye_rows.sql.query import (
+    Column,
+    buckets_query,
+    column_pairs,
+    segments,
+    segments_query,
+    source,
+)
 from ubunye_rows.sql.relations import KernelColumns, Relation, chosen_kernel_columns, relation_sql
 from ubunye_rows.sql.texts import written_in_sql
 from ubunye_rows.sql.totals import (
     add_batch_buckets,
-    empty_totals,
     fingerprint_of_buckets,
     fingerprint_of_sketch_arrays,
 )
@@ -76,20 +83,14 @@ def fingerprint_duckdb(
     rows = source(relation_sql(relation), where)
     columns, by_kernel = columns_of(connection, rows)
     chosen = chosen_kernel_columns(kernel_columns, [name for name, _ in columns], rows)
-    pairs = schema_pairs(_schema(columns))
+    pairs = column_pairs(columns)
     sql = dialect()
     by_kernel |= chosen
     if not by_kernel:
         found = connection.execute(buckets_query(sql, columns, rows)).fetchall()
         return fingerprint_of_buckets(pairs, found)
     found_segments = segments(sql, columns, by_kernel)
-    totals = empty_totals()
+    totals = empty_bucket_arrays()
     for batch in _batches(connection, segments_query(sql, found_segments, rows)):
         add_batch_buckets(totals, batch, found_segments)
     return fingerprint_of_sketch_arrays(pairs, totals)
-
-
-def _schema(columns: list[Column]) -> pa.Schema:
-    import pyarrow as pa
-
-    return pa.schema([pa.field(name, t) for name, t in columns])

@@ -16,13 +16,20 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 from ubunye_rows.hashing.digest import Fingerprint
-from ubunye_rows.hashing.types import UnsupportedTypeError, schema_pairs
+from ubunye_rows.hashing.types import UnsupportedTypeError
+from ubunye_rows.sketch import empty_bucket_arrays
 from ubunye_rows.sql.dialects import PostgresDialect, literal
-from ubunye_rows.sql.query import Column, buckets_query, segments, segments_query, source
+from ubunye_rows.sql.query import (
+    Column,
+    buckets_query,
+    column_pairs,
+    segments,
+    segments_query,
+    source,
+)
 from ubunye_rows.sql.relations import KernelColumns, Relation, chosen_kernel_columns, relation_sql
 from ubunye_rows.sql.totals import (
     add_batch_buckets,
-    empty_totals,
     fingerprint_of_buckets,
     fingerprint_of_sketch_arrays,
 )
@@ -153,7 +160,7 @@ def fingerprint_postgres(
         with hashing_session(connection, cursor):
             columns = columns_of(cursor, name)
             chosen = chosen_kernel_columns(kernel_columns, [column for column, _ in columns], name)
-            pairs = schema_pairs(_schema(columns))
+            pairs = column_pairs(columns)
             if not chosen:
                 cursor.execute(buckets_query(PostgresDialect(), columns, rows))
                 return fingerprint_of_buckets(pairs, cursor.fetchall())
@@ -172,13 +179,7 @@ def _streamed(
         )
     found = segments(PostgresDialect(), columns, by_kernel)
     cursor.execute(segments_query(PostgresDialect(), found, rows))
-    totals = empty_totals()
+    totals = empty_bucket_arrays()
     for batch in cursor.fetch_record_batch():
         add_batch_buckets(totals, batch, found)
     return fingerprint_of_sketch_arrays(pairs, totals)
-
-
-def _schema(columns: list[Column]) -> pa.Schema:
-    import pyarrow as pa
-
-    return pa.schema([pa.field(name, t) for name, t in columns])

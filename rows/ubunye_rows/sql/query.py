@@ -17,6 +17,13 @@ if TYPE_CHECKING:
 Column = tuple[str, "pa.DataType"]
 
 
+def column_pairs(columns: Sequence[Column]) -> list[tuple[str, str]]:
+    """The columns' ``(name, canonical type)`` pairs, the schema the hash covers."""
+    from ubunye_rows.hashing.types import canonical_type
+
+    return [(name, canonical_type(t)) for name, t in columns]
+
+
 def line_text(dialect: Dialect, columns: Sequence[Column]) -> str:
     """SQL writing each row's canonical line (columns in name order, nulls left out)."""
     ordered = sorted(columns, key=lambda column: column[0])

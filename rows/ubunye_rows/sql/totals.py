@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 from ubunye_rows.hashing.digest import LANE_MASK, Fingerprint, data_hash, schema_hash
 from ubunye_rows.hashing.lanes import bucket_line_lanes
 from ubunye_rows.hashing.types import canonical_type
-from ubunye_rows.sketch import BUCKETS, Sketch, empty_bucket_arrays
+from ubunye_rows.sketch import BUCKETS, Sketch
 from ubunye_rows.sql.query import Segment
 
 if TYPE_CHECKING:
@@ -90,8 +90,3 @@ def _kernel_buckets(batch: pa.RecordBatch, columns: Sequence[tuple[str, pa.DataT
     names = sorted(table.column_names)
     kinds = {name: canonical_type(planned) for name, planned in columns}
     return table_buckets(table, names, [kinds[name] for name in names])
-
-
-def empty_totals() -> np.ndarray:
-    """Zeroed per-bucket totals to add streamed batches into."""
-    return empty_bucket_arrays()
