@@ -12,23 +12,11 @@ from typing import TYPE_CHECKING, Any
 
 from ubunye_rows.hashing.digest import Fingerprint
 from ubunye_rows.hashing.types import refuse_duplicate_names
-from ubunye_rows.sketch import empty_bucket_arrays
 from ubunye_rows.sql.dialects import DuckDBDialect
-from ubunye_rows.sql.query import (
-    Column,
-    buckets_query,
-    column_pairs,
-    segments,
-    segments_query,
-    source,
-)
+from ubunye_rows.sql.query import Column, source
 from ubunye_rows.sql.relations import KernelColumns, Relation, chosen_kernel_columns, relation_sql
 from ubunye_rows.sql.texts import written_in_sql
-from ubunye_rows.sql.totals import (
-    add_batch_buckets,
-    fingerprint_of_buckets,
-    fingerprint_of_sketch_arrays,
-)
+from ubunye_rows.sql.totals import fingerprint_in_database
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -82,15 +70,12 @@ def fingerprint_duckdb(
     """
     rows = source(relation_sql(relation), where)
     columns, by_kernel = columns_of(connection, rows)
-    chosen = chosen_kernel_columns(kernel_columns, [name for name, _ in columns], rows)
-    pairs = column_pairs(columns)
-    sql = dialect()
-    by_kernel |= chosen
-    if not by_kernel:
-        found = connection.execute(buckets_query(sql, columns, rows)).fetchall()
-        return fingerprint_of_buckets(pairs, found)
-    found_segments = segments(sql, columns, by_kernel)
-    totals = empty_bucket_arrays()
-    for batch in _batches(connection, segments_query(sql, found_segments, rows)):
-        add_batch_buckets(totals, batch, found_segments)
-    return fingerprint_of_sketch_arrays(pairs, totals)
+    by_kernel |= chosen_kernel_columns(kernel_columns, [name for name, _ in columns], rows)
+    return fingerprint_in_database(
+        dialect(),
+        columns,
+        by_kernel,
+        rows,
+        fetch_rows=lambda query: connection.execute(query).fetchall(),
+        stream_batches=lambda query: _batches(connection, query),
+    )

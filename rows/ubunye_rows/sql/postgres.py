@@ -17,22 +17,10 @@ from typing import TYPE_CHECKING, Any
 
 from ubunye_rows.hashing.digest import Fingerprint
 from ubunye_rows.hashing.types import UnsupportedTypeError
-from ubunye_rows.sketch import empty_bucket_arrays
 from ubunye_rows.sql.dialects import PostgresDialect, literal
-from ubunye_rows.sql.query import (
-    Column,
-    buckets_query,
-    column_pairs,
-    segments,
-    segments_query,
-    source,
-)
+from ubunye_rows.sql.query import Column, source
 from ubunye_rows.sql.relations import KernelColumns, Relation, chosen_kernel_columns, relation_sql
-from ubunye_rows.sql.totals import (
-    add_batch_buckets,
-    fingerprint_of_buckets,
-    fingerprint_of_sketch_arrays,
-)
+from ubunye_rows.sql.totals import fingerprint_in_database
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -160,26 +148,29 @@ def fingerprint_postgres(
         with hashing_session(connection, cursor):
             columns = columns_of(cursor, name)
             chosen = chosen_kernel_columns(kernel_columns, [column for column, _ in columns], name)
-            pairs = column_pairs(columns)
-            if not chosen:
-                cursor.execute(buckets_query(PostgresDialect(), columns, rows))
-                return fingerprint_of_buckets(pairs, cursor.fetchall())
-            return _streamed(cursor, columns, chosen, rows, pairs)
+            return fingerprint_in_database(
+                PostgresDialect(),
+                columns,
+                chosen,
+                rows,
+                fetch_rows=lambda query: _fetched(cursor, query),
+                stream_batches=lambda query: _streamed(cursor, query, chosen),
+            )
     finally:
         cursor.close()
 
 
-def _streamed(
-    cursor: Any, columns: list[Column], by_kernel: set[str], rows: str, pairs: list
-) -> Fingerprint:
+def _fetched(cursor: Any, query: str) -> list[tuple]:
+    cursor.execute(query)
+    return cursor.fetchall()
+
+
+def _streamed(cursor: Any, query: str, by_kernel: set[str]) -> Any:
+    """The query's rows as Arrow batches (an ADBC cursor's record-batch reader)."""
     if not hasattr(cursor, "fetch_record_batch"):
         raise TypeError(
             f"columns {sorted(by_kernel)} are streamed to the kernel as Arrow batches, which "
             "needs an ADBC connection (adbc_driver_postgresql.dbapi.connect)"
         )
-    found = segments(PostgresDialect(), columns, by_kernel)
-    cursor.execute(segments_query(PostgresDialect(), found, rows))
-    totals = empty_bucket_arrays()
-    for batch in cursor.fetch_record_batch():
-        add_batch_buckets(totals, batch, found)
-    return fingerprint_of_sketch_arrays(pairs, totals)
+    cursor.execute(query)
+    return cursor.fetch_record_batch()

@@ -3,18 +3,48 @@ the lines of a streamed select finished and hashed by the kernel."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ubunye_rows.hashing.digest import LANE_MASK, Fingerprint, data_hash, schema_hash
 from ubunye_rows.hashing.lanes import bucket_line_lanes
 from ubunye_rows.hashing.types import canonical_type
-from ubunye_rows.sketch import BUCKETS, Sketch
-from ubunye_rows.sql.query import Segment
+from ubunye_rows.sketch import BUCKETS, Sketch, empty_bucket_arrays
+from ubunye_rows.sql.dialects import Dialect
+from ubunye_rows.sql.query import (
+    Column,
+    Segment,
+    buckets_query,
+    column_pairs,
+    segments,
+    segments_query,
+)
 
 if TYPE_CHECKING:
     import numpy as np
     import pyarrow as pa
+
+
+def fingerprint_in_database(
+    dialect: Dialect,
+    columns: Sequence[Column],
+    by_kernel: set[str],
+    rows: str,
+    *,
+    fetch_rows: Callable[[str], Iterable[Sequence[Any]]],
+    stream_batches: Callable[[str], Iterable[pa.RecordBatch]],
+) -> Fingerprint:
+    """rows-v1 of ``rows`` (a FROM clause): one aggregation run by ``fetch_rows`` when the
+    database writes every column, else the select of segments and ``by_kernel`` columns read
+    as Arrow batches by ``stream_batches`` and finished here."""
+    pairs = column_pairs(columns)
+    if not by_kernel:
+        return fingerprint_of_buckets(pairs, fetch_rows(buckets_query(dialect, columns, rows)))
+    found = segments(dialect, columns, by_kernel)
+    totals = empty_bucket_arrays()
+    for batch in stream_batches(segments_query(dialect, found, rows)):
+        add_batch_buckets(totals, batch, found)
+    return fingerprint_of_sketch_arrays(pairs, totals)
 
 
 def fingerprint_of_buckets(
