@@ -138,7 +138,7 @@ def test_the_receipt_is_the_stored_tables_digest_computed_in_postgres(
     read_as_arrow = rows_as_arrow(cluster.url, f"select * from {schema}.orders", ORDERS_ARROW)
     assert output.data_hash == in_database.data_hash == fingerprint_arrow(read_as_arrow).data_hash
     assert output.data_hash == fingerprint(ORDERS).data_hash  # types PostgreSQL keeps as given
-    assert output.location == f"{schema}.orders" and output.row_count == 3
+    assert output.location == f"postgres:{schema}.orders" and output.row_count == 3
 
 
 def test_a_postgres_read_is_hashed_there_and_verified_where_pandas_types_differ(

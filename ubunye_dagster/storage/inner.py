@@ -27,14 +27,16 @@ from ubunye_dagster.warehouse import Warehouse
 from ubunye_rows import Fingerprint
 
 
-def stated_location(metadata: Mapping[str, Any]) -> str | None:
+def stated_location(metadata: Mapping[str, Any], kind: str | None = None) -> str | None:
     """Where output metadata says the data is: a URI or path as stated, a table as
-    ``<storage kind>:<table>`` (``duckdb:warehouse.duckdb.shop.orders``); None when silent."""
+    ``<storage kind>:<table>`` (``duckdb:warehouse.duckdb.shop.orders``), the kind from
+    ``kind`` when the metadata names none; None when silent."""
     found = metadata_text(metadata, URI) or metadata_text(metadata, "path")
     if found:
         return found
     table = metadata_text(metadata, "dagster/table_name") or metadata_text(metadata, "table_name")
-    kind = metadata_text(metadata, "dagster/storage_kind")
+    # Dagster 1.10's DbIOManager logs no storage kind; the warehouse the table is in is one.
+    kind = metadata_text(metadata, "dagster/storage_kind") or kind
     return f"{kind}:{table}" if table and kind else table
 
 
@@ -64,7 +66,12 @@ class HandOver(RowsOf, StagedWrite):
         # record of the materialisation instead.
         with self.write_watch.timing():
             self.inner.handle_output(self.context, self.obj)
-        self.location = stated_location(self.context.get_logged_metadata()) or self.location
+        metadata = self.context.get_logged_metadata()
+        self.location = stated_location(metadata, self.storage_kind()) or self.location
+
+    def storage_kind(self) -> str | None:
+        """The kind of storage the inner writes a table to, when the metadata names none."""
+        return None
 
     def discard(self) -> None:
         self.obj = None  # nothing was handed over
@@ -94,6 +101,9 @@ class TableHandOver(HandOver):
     def fingerprint(self) -> Fingerprint:
         """The stored rows' rows-v1 (the pipeline asks only after the commit)."""
         return self.stored.fingerprint if self.stored else self.stored_fingerprint()
+
+    def storage_kind(self) -> str | None:
+        return self.warehouse.kind
 
     def schema_pairs(self) -> list[tuple[str, str]]:
         """The stored columns' rows-v1 types, by name; LookupError before they are hashed."""
@@ -251,7 +261,8 @@ class InnerIOManagerStorage(Storage):
     def input_location(self, part: Part, latest: dg.EventLogRecord | None) -> str:
         """Where the writer's receipt says the input is, else where the inner keeps it."""
         materialization = latest.asset_materialization if latest is not None else None
-        stated = stated_location(materialization.metadata) if materialization else None
+        kind = self.warehouse.kind if self.warehouse is not None else None
+        stated = stated_location(materialization.metadata, kind) if materialization else None
         return stated or self.where(part)
 
     def stated(self, part: Part, request: ReadRequest) -> tuple[Mapping[str, Any] | None, str]:
