@@ -3,7 +3,6 @@ assets, each build with its receipts: one line in the ``@dbt_assets`` body."""
 
 # No `from __future__ import annotations`: Dagster reads the asset function's annotations.
 
-import fnmatch
 import json
 import shutil
 import sys
@@ -25,13 +24,6 @@ DBT_GROUP = "dbt_shop"
 #: What a copy leaves out: dbt's outputs and the database.
 _BUILT_PATTERNS = ("target", "logs", "*.duckdb", "*.duckdb.wal", ".user.yml")
 _BUILT = shutil.ignore_patterns(*_BUILT_PATTERNS)
-
-
-def _built_by_dbt(relative: Path) -> bool:
-    """Whether a file of the project (``relative`` to it) is one dbt writes, not a source."""
-    return any(
-        fnmatch.fnmatch(part, pattern) for part in relative.parts for pattern in _BUILT_PATTERNS
-    )
 
 
 def dbt_working_copy(home: Path) -> Path:
@@ -67,7 +59,7 @@ def parsed_manifest(project_dir: Path) -> dict[str, Any]:
     manifest = project_dir / "target" / "manifest.json"
     relative = (p.relative_to(project_dir) for p in project_dir.rglob("*") if p.is_file())
     # What a build writes (the warehouse file among it) is no source: a parse per build is 5 s.
-    sources = [project_dir / p for p in relative if not _built_by_dbt(p)]
+    sources = [project_dir / p for p in relative if not _BUILT(str(project_dir), p.parts)]
     newest = max(p.stat().st_mtime for p in sources)
     if not manifest.exists() or manifest.stat().st_mtime < newest:
         dbt_resource(project_dir).cli(["--quiet", "parse"], target_path=manifest.parent).wait()
