@@ -1,14 +1,17 @@
 """The example's dbt project (example_project/dbt_shop) copied into a test's folder, built by
-real dbt on a DuckDB file there through ``@dbt_assets`` adopted in one line (shared by
-tests/test_dbt_*.py)."""
+real dbt through ``@dbt_assets`` adopted in one line (shared by tests/test_dbt_*.py): on a DuckDB
+file there, or on a database of a temporary PostgreSQL cluster (the profile's ``postgres``
+target)."""
 
 # No `from __future__ import annotations`: Dagster reads the asset function's annotations.
 
+import contextlib
 import json
 import shutil
 import sys
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import dagster as dg
 import duckdb
@@ -25,6 +28,15 @@ from ubunye_rows import fingerprint_arrow  # noqa: E402
 EXAMPLE = Path(__file__).resolve().parents[1] / "example_project" / "dbt_shop"
 #: The profile's variable naming the DuckDB file.
 DATABASE_ENV = "UBUNYE_DBT_SHOP_DB"
+#: The profile's variables choosing its target, and the PostgreSQL database of ``postgres``.
+TARGET_ENV = "UBUNYE_DBT_SHOP_TARGET"
+POSTGRES_ENV = {
+    "host": "UBUNYE_DBT_SHOP_PG_HOST",
+    "port": "UBUNYE_DBT_SHOP_PG_PORT",
+    "user": "UBUNYE_DBT_SHOP_PG_USER",
+    "password": "UBUNYE_DBT_SHOP_PG_PASSWORD",
+    "dbname": "UBUNYE_DBT_SHOP_PG_DBNAME",
+}
 MODELS = ("raw_customers", "raw_orders", "stg_orders", "customer_revenue")
 
 
@@ -119,4 +131,25 @@ def copy_shop(root: Path, monkeypatch: pytest.MonkeyPatch) -> DbtShop:
     shutil.copytree(EXAMPLE, root / "dbt_shop", ignore=ignored)
     shop = DbtShop(root)
     monkeypatch.setenv(DATABASE_ENV, str(shop.database))
+    monkeypatch.setenv(TARGET_ENV, "dev")
+    return shop
+
+
+def copy_shop_on_postgres(
+    root: Path, monkeypatch: pytest.MonkeyPatch, cluster: Any, dbname: str
+) -> DbtShop:
+    """The example's dbt project copied under ``root``, built in a new database ``dbname`` of
+    the running PostgreSQL ``cluster`` (tests/postgres_cluster.py) through the profile's
+    ``postgres`` target."""
+    import psycopg2
+
+    with contextlib.closing(psycopg2.connect(cluster.url)) as connection:
+        connection.autocommit = True
+        with connection.cursor() as cursor:
+            cursor.execute(f'CREATE DATABASE "{dbname}"')
+    shop = copy_shop(root, monkeypatch)
+    monkeypatch.setenv(TARGET_ENV, "postgres")
+    for field, variable in POSTGRES_ENV.items():
+        value = dbname if field == "dbname" else getattr(cluster, field)
+        monkeypatch.setenv(variable, str(value))
     return shop

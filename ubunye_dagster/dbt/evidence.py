@@ -13,7 +13,11 @@ from ubunye_dagster.asset_receipt import ProcessEvidence
 from ubunye_rows.evidence import environment, environment_hash
 
 #: The database driver an adapter runs on, by dbt adapter type.
-ADAPTER_DRIVERS: dict[str, tuple[str, ...]] = {"duckdb": ("duckdb",), "postgres": ("psycopg2",)}
+ADAPTER_DRIVERS: dict[str, tuple[str, ...]] = {
+    "duckdb": ("duckdb",),
+    # psycopg2 is published as two distributions; whichever is installed is named.
+    "postgres": ("psycopg2", "psycopg2-binary"),
+}
 
 
 def dbt_packages(adapter_type: str) -> tuple[str, ...]:

@@ -1,7 +1,8 @@
 """What dbt built, read from its artifacts: each node's relation, compiled SQL and parents.
 
 The manifest says what a node is and what it reads (``parent_map``); the run results of the
-invocation say what it ran (``compiled_code``). A node's code hash is what can change its rows:
+invocation say what it ran (``compiled_code``), and so does the compiled file dbt writes before it
+runs a node, while the invocation is still going. A node's code hash is what can change its rows:
 the compiled SQL of a model or snapshot, the file dbt checksums for a seed.
 """
 
@@ -9,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from ubunye_rows.hashing.digest import prefixed_sha256
@@ -86,3 +88,27 @@ def compiled_code_by_node(run_results: Mapping[str, Any]) -> dict[str, str]:
         for result in run_results.get("results") or []
         if result.get("unique_id") and result.get("compiled_code")
     }
+
+
+def compiled_path(props: Mapping[str, Any]) -> Path:
+    """Where dbt writes a node's compiled SQL under its target folder, as dbt names it:
+    ``compiled/<package>/<file>``, or the node's own name inside a file holding several."""
+    original = str(props.get("original_file_path") or "")
+    path = str(props.get("path") or "")
+    if Path(path).name != Path(original).name:
+        original = str(Path(original) / path)
+    return Path("compiled") / str(props.get("package_name") or "") / original
+
+
+def compiled_code_in_target(
+    manifest: Mapping[str, Any], target_dir: Path, unique_id: str
+) -> str | None:
+    """The compiled SQL of model or snapshot ``unique_id`` as dbt wrote it under ``target_dir``
+    before running it (None for another node, or when the file is not there)."""
+    props = _props(manifest, unique_id)
+    if props is None or props.get("resource_type") not in ("model", "snapshot"):
+        return None
+    try:
+        return (target_dir / compiled_path(props)).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return None

@@ -1,5 +1,8 @@
-"""Relations hashed where they are stored: rows-v1 of a dbt relation, computed in the warehouse
-(DuckDB: the database file of the dbt-duckdb profile, opened read only once dbt has exited).
+"""Relations hashed where they are stored: rows-v1 of a dbt relation, computed in the warehouse.
+
+Each adapter type has its way in: DuckDB through the profile's database file, opened read only
+once dbt has exited (dbt holds the file while it runs); PostgreSQL through the dbt adapter's own
+connections (the profile's credentials and settings), one per thread, while dbt is still running.
 
 A hash that cannot be computed is the step's ``hash_error`` (``"<Type>: <message>"``), never a
 raised error: a receipt does not fail a build.
@@ -8,21 +11,17 @@ raised error: a receipt does not fail a build.
 from __future__ import annotations
 
 import contextlib
+import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import duckdb
-
 from ubunye_core.records.model import StepRecord
 from ubunye_dagster.masking import mask_error
-from ubunye_rows.sql import fingerprint_duckdb
-
-#: The adapter types whose relations are hashed in the database.
-HASHED_IN = ("duckdb",)
-
+from ubunye_rows.hashing.digest import Fingerprint
+from ubunye_rows.sql import fingerprint_duckdb, fingerprint_postgres
 
 #: How the database file is opened: read only, as dagster-dbt's in-process adapter opens it (DuckDB
 #: refuses a second configuration of one file in a process).
@@ -38,43 +37,114 @@ def database_path(adapter: Any, project_dir: Path) -> str:
     return str((project_dir / path).resolve())
 
 
-@contextlib.contextmanager
-def warehouse_connection(adapter: Any, project_dir: Path) -> Iterator[Any]:
-    """A read-only connection to the profile's DuckDB file, closed after: dbt has exited, and
-    no connection of this process is left holding the file for the next build."""
-    connection = duckdb.connect(database_path(adapter, project_dir), config=READ_ONLY)
-    try:
-        yield connection
-    finally:
-        connection.close()
-
-
 @dataclass(frozen=True)
 class Unreachable:
-    """No cursor on the warehouse, and why (``"<Type>: <message>"``): each step's hash error."""
+    """No way into the warehouse, and why (``"<Type>: <message>"``): each step's hash error."""
 
     reason: str
 
 
+@dataclass
+class DuckDBFile:
+    """The profile's DuckDB file, read only, once dbt has exited and let go of it."""
+
+    adapter: Any
+    project_dir: Path
+    #: The open connection while the receipts are made (``open`` sets it).
+    connection: Any = None
+
+    #: dbt holds the file while it writes: its relations are hashed after dbt exits.
+    reads_while_dbt_runs = False
+
+    @contextlib.contextmanager
+    def open(self) -> Iterator[DuckDBFile]:
+        """This file connected for the block, closed after: no connection of this process is
+        left holding the file for the next build."""
+        import duckdb
+
+        self.connection = duckdb.connect(
+            database_path(self.adapter, self.project_dir), config=READ_ONLY
+        )
+        try:
+            yield self
+        finally:
+            self.connection.close()
+            self.connection = None
+
+    def fingerprint(self, relation: str) -> Fingerprint:
+        """rows-v1 of ``relation``, computed in DuckDB."""
+        return fingerprint_duckdb(self.connection, relation)
+
+
+@dataclass
+class AdapterConnections:
+    """A server warehouse reached through the dbt adapter's own connections: the profile's
+    credentials and connection settings, one named connection per hashing thread."""
+
+    adapter: Any
+    #: rows-v1 in the database on a DB-API connection (``fingerprint_postgres``).
+    hash_in_database: Callable[[Any, str], Fingerprint]
+
+    #: A server takes readers while dbt writes: a node is hashed as soon as dbt reports it.
+    reads_while_dbt_runs = True
+
+    @contextlib.contextmanager
+    def open(self) -> Iterator[AdapterConnections]:
+        """Nothing to hold across relations: each hash acquires and releases its connection."""
+        yield self
+
+    def fingerprint(self, relation: str) -> Fingerprint:
+        """rows-v1 of ``relation``, computed in the warehouse on this thread's connection."""
+        with self.adapter.connection_named(f"ubunye_receipt_{threading.get_ident()}"):
+            handle = self.adapter.connections.get_thread_connection().handle
+            return self.hash_in_database(handle, relation)
+
+
+Warehouse = DuckDBFile | AdapterConnections
+
+
+def _postgres(invocation: Any) -> AdapterConnections:
+    return AdapterConnections(invocation.adapter, fingerprint_postgres)
+
+
+def _duckdb(invocation: Any) -> DuckDBFile:
+    return DuckDBFile(invocation.adapter, Path(invocation.project_dir))
+
+
+#: The adapter types whose relations are hashed in the database, and how each is reached.
+WAREHOUSES: dict[str, Callable[[Any], Warehouse]] = {"duckdb": _duckdb, "postgres": _postgres}
+
+
+def warehouse_of(invocation: Any, adapter_type: str) -> Warehouse | Unreachable:
+    """How the dbt ``invocation``'s relations are reached for hashing, or why they cannot be."""
+    if adapter_type not in WAREHOUSES:
+        return Unreachable(
+            f"NotImplementedError: rows are hashed in the warehouse on {', '.join(WAREHOUSES)} "
+            f"only, and this dbt project's adapter is {adapter_type or 'not named'}"
+        )
+    if invocation.adapter is None:
+        return Unreachable("ValueError: the dbt invocation has no adapter to reach the warehouse")
+    return WAREHOUSES[adapter_type](invocation)
+
+
 def hashed_step(
-    cursor: Any,
+    warehouse: Warehouse | Unreachable,
     relation: str | None,
     *,
     name: str,
     direction: str,
     format: str,
 ) -> StepRecord:
-    """The step ``name`` of ``relation`` hashed with rows-v1 in the warehouse through ``cursor``;
-    its hash error says why when it cannot be (unreachable, no relation, a type rows-v1 has no
-    name for)."""
+    """The step ``name`` of ``relation`` hashed with rows-v1 in the warehouse; its hash error
+    says why when it cannot be (unreachable, no relation, a type rows-v1 has no name for)."""
     started = time.perf_counter()
     unhashed = {"name": name, "direction": direction, "format": format, "location": relation or ""}
-    if isinstance(cursor, Unreachable):
-        return StepRecord(**unhashed, hash_error=cursor.reason)
+    if isinstance(warehouse, Unreachable):
+        return StepRecord(**unhashed, hash_error=warehouse.reason)
     try:
         if relation is None:
             raise ValueError("the node is not a relation in the warehouse (an ephemeral model)")
-        fp = fingerprint_duckdb(cursor, relation)
+        fp = warehouse.fingerprint(relation)
     except Exception as error:
         return StepRecord(**unhashed, hash_error=mask_error(error))
     return StepRecord.from_fingerprint(
