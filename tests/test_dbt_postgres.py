@@ -125,16 +125,21 @@ def test_a_non_deterministic_model_on_postgresql_is_flagged(drawn_twice):
         assert verdicts[steady].metadata["ubunye/verdict"].value == "unchanged"
 
 
-def test_a_changed_seed_on_postgresql_is_explained_by_its_input(cluster, tmp_path, monkeypatch):
-    shop = copy_shop_on_postgres(tmp_path, monkeypatch, cluster, "seed_changed")
+@pytest.fixture(scope="module")
+def seed_changed(drawn_twice):
+    """The same shop built a third time, after one order of its seed was corrected (judged after
+    the tests of the first two builds, which come first in this module)."""
+    shop, instance, _ = drawn_twice
     seed = shop.project_dir / "seeds" / "raw_orders.csv"
-    with dg.instance_for_test() as instance:
-        shop.materialise(instance)
-        seed.write_text(seed.read_text().replace("7.25", "8.25"), encoding="utf-8")
-        shop.materialise(instance)
-        verdicts = judged(instance)
+    seed.write_text(seed.read_text().replace("7.25", "8.25"), encoding="utf-8")
+    shop.materialise(instance)
+    return judged(instance)
 
-    assert all(verdict.passed for verdict in verdicts.values()), verdicts
+
+def test_a_changed_seed_on_postgresql_is_explained_by_its_input(seed_changed):
+    verdicts = seed_changed
+    for steady in ("raw_customers", "stg_orders", "customer_revenue"):
+        assert verdicts[steady].passed, steady
     for downstream in ("stg_orders", "customer_revenue"):
         assert verdicts[downstream].metadata["ubunye/reason"].value == INPUTS_CHANGED
     assert verdicts["raw_orders"].metadata["ubunye/verdict"].value == "explained"
@@ -150,10 +155,9 @@ def _built_in_postgresql(cluster, dbname: str, table: str) -> bool:
     import psycopg2
 
     url = cluster.url.rsplit("/", 1)[0] + f"/{dbname}"
-    with contextlib.closing(psycopg2.connect(url)) as connection:
-        with connection.cursor() as cursor:
-            cursor.execute("select to_regclass(%s) is not null", (f"main.{table}",))
-            return bool(cursor.fetchone()[0])
+    with contextlib.closing(psycopg2.connect(url)) as connection, connection.cursor() as cursor:
+        cursor.execute("select to_regclass(%s) is not null", (f"main.{table}",))
+        return bool(cursor.fetchone()[0])
 
 
 def test_each_model_shows_with_its_receipt_while_the_build_goes_on(cluster, tmp_path, monkeypatch):
