@@ -389,3 +389,14 @@ def test_trace_prints_a_listed_document_only_when_it_holds_every_field_trace_pri
     assert not holds_every_traced_field(without_model)
     assert not holds_every_traced_field({**document, "outputs": [step_without_basis]})
     assert holds_every_traced_field(RunRecord.model_validate(without_model).to_dict())
+
+
+def test_version_prints_the_installed_versions_of_ubunye_dagster_and_ubunye_rows(capsys):
+    from importlib.metadata import version
+
+    code, out, err = run_cli(capsys, "--version")
+    assert (code, err) == (0, "")
+    assert out.splitlines() == [
+        f"ubunye-dagster {version('ubunye-dagster')}",
+        f"ubunye-rows {version('ubunye-rows')}",
+    ]

@@ -332,7 +332,38 @@ class BareGroupPrintsHelp(click.Group):
         return super().parse_args(ctx, args)
 
 
+#: The distributions ``--version`` names, in the order it prints them.
+VERSIONED = ("ubunye-dagster", "ubunye-rows")
+
+
+def installed_versions() -> str:
+    """One line per distribution of this project: its name and installed version."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    lines = []
+    for name in VERSIONED:
+        try:
+            lines.append(f"{name} {version(name)}")
+        except PackageNotFoundError:
+            lines.append(f"{name} (not installed)")
+    return "\n".join(lines)
+
+
+def _print_versions(ctx: click.Context, _param: click.Parameter, value: bool) -> None:
+    if value and not ctx.resilient_parsing:
+        click.echo(installed_versions())
+        ctx.exit()
+
+
 @click.group(cls=BareGroupPrintsHelp, context_settings={"help_option_names": ["-h", "--help"]})
+@click.option(
+    "--version",
+    is_flag=True,
+    expose_value=False,
+    is_eager=True,
+    callback=_print_versions,
+    help="Print the versions of ubunye-dagster and ubunye-rows, then exit.",
+)
 def cli() -> None:
     """ubunye-dagster: receipts of Dagster asset materialisations (Ubunye ADR 006)."""
 
