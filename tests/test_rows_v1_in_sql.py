@@ -181,6 +181,39 @@ def test_decimals_are_written_as_bigdecimal_writes_them(engine: Engine) -> None:
     assert_same_as_the_kernel(engine, engine.load(pa.table(columns)))
 
 
+def test_a_decimal_with_no_integer_digits_is_written_with_its_zero(engine: Engine) -> None:
+    from decimal import Decimal
+
+    table = pa.table(
+        {
+            "k": pa.array([0, 1, 2], pa.int32()),
+            "cents": pa.array([Decimal("0.06"), Decimal("-0.06"), None], pa.decimal128(2, 2)),
+            "tenth": pa.array(
+                [Decimal("-0.7"), Decimal("0.5"), Decimal("0.0")], pa.decimal128(1, 1)
+            ),
+            "zero": pa.array([Decimal("0.000")] * 3, pa.decimal128(3, 3)),
+            "listed": pa.array([[Decimal("-0.7"), None], [], None], pa.list_(pa.decimal128(1, 1))),
+        }
+    )
+    relation = engine.load(table)
+    assert_same_as_the_kernel(engine, relation)
+    first = engine.lines(relation, "k")[0]
+    assert '"cents":0.06' in first and '"tenth":-0.7' in first and '"zero":0.000' in first
+    assert '"listed":[-0.7,null]' in first
+
+
+def test_a_duckdb_decimal_map_key_and_struct_field_keep_their_zero(engine: Engine) -> None:
+    if engine.name != "duckdb":
+        pytest.skip("PostgreSQL has no map or struct column")
+    name = engine.new_table()
+    engine.run(
+        f"CREATE TABLE {name} AS SELECT 1 AS k, MAP {{0.25::DECIMAL(2,2): 1}} AS m, "
+        "{'x': (-0.5)::DECIMAL(1,1)} AS st"
+    )
+    assert_same_as_the_kernel(engine, name)
+    assert engine.lines(name, "k") == ['{"k":1,"m":{"0.25":1},"st":{"x":-0.5}}']
+
+
 def test_a_column_the_database_cannot_write_is_streamed_to_the_kernel(engine: Engine) -> None:
     table = pa.table(
         {

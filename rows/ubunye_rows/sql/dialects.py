@@ -168,9 +168,13 @@ class Dialect(ABC):
             f"THEN {nearest} ELSE {shortest} END)"
         )
 
+    def positional_decimal(self, expression: str) -> str:
+        """A decimal's positional text, its integer part always written (``0.06``, ``-0.7``)."""
+        return self.text(expression)
+
     def decimal_text(self, expression: str, scale: int) -> str:
         """A decimal as Java's ``BigDecimal.toString`` (Python's ``str(Decimal)``) writes it."""
-        shown = self.text(expression)
+        shown = self.positional_decimal(expression)
         if scale <= 6:
             return shown  # the adjusted exponent cannot fall below -6: always positional
         digits = f"replace(replace({shown}, '-', ''), '.', '')"
@@ -271,6 +275,14 @@ class DuckDBDialect(Dialect):
 
     def binary_text(self, expression: str) -> str:
         return f"'\"' || base64({expression}) || '\"'"
+
+    def positional_decimal(self, expression: str) -> str:
+        # DuckDB drops the zero before the point of a DECIMAL(p,p) (``.06``, ``-.7``).
+        shown = self.text(expression)
+        return (
+            f"CASE WHEN {shown} LIKE '.%' THEN '0' || {shown} "
+            f"WHEN {shown} LIKE '-.%' THEN '-0' || substr({shown}, 2) ELSE {shown} END"
+        )
 
     def list_text(self, expression: str, item_text: Writer, depth: int) -> str:
         item = f"item{depth}"
