@@ -7,6 +7,7 @@ test). The golden vectors run in both too: tests/test_conformance_sql.py."""
 from __future__ import annotations
 
 import math
+import re
 import struct
 from collections.abc import Iterator
 
@@ -16,6 +17,7 @@ import pytest
 from sql_engines import Engine, duckdb_engine, postgres_engine
 
 from ubunye_rows import UnsupportedTypeError, arrow_canonical_lines, fingerprint_arrow
+from ubunye_rows.hashing.infinities import InfiniteValueError
 from ubunye_rows.testing.edge_values import MISSING_AND_SPECIAL_DOUBLES, NOTATION_BOUNDARIES
 
 # Runs no Dagster: CI runs it on the newest Dagster only (tests/test_code_shape.py checks).
@@ -212,6 +214,52 @@ def test_a_duckdb_decimal_map_key_and_struct_field_keep_their_zero(engine: Engin
     )
     assert_same_as_the_kernel(engine, name)
     assert engine.lines(name, "k") == ['{"k":1,"m":{"0.25":1},"st":{"x":-0.5}}']
+
+
+#: A column holding a value rows-v1 has no text for, per engine: its SQL type and value, and
+#: the value the error names.
+NO_TEXT = {
+    "duckdb": [
+        ("DATE", "'infinity'::DATE", "infinity"),
+        ("TIMESTAMP", "'-infinity'::TIMESTAMP", "-infinity"),
+        ("TIMESTAMPTZ", "'infinity'::TIMESTAMPTZ", "infinity"),
+        ("TIMESTAMPTZ[]", "[now(), '-infinity'::TIMESTAMPTZ]", "-infinity"),
+    ],
+    "postgresql": [
+        ("date", "'infinity'::date", "infinity"),
+        ("timestamp", "'-infinity'::timestamp", "-infinity"),
+        ("timestamptz", "'infinity'::timestamptz", "infinity"),
+        ("date[]", "'{2020-01-01,-infinity}'::date[]", "-infinity"),
+        ("numeric(10,2)", "'NaN'::numeric", "NaN"),
+    ],
+}
+
+
+def _exported_as_its_driver_exports_it(engine: Engine, relation: str) -> pa.Table:
+    """The relation as Arrow, read by the engine's own Arrow export (DuckDB's, ADBC's)."""
+    if engine.name == "duckdb":
+        return engine.connection.sql(f"SELECT * FROM {relation}").to_arrow_table()
+    cursor = engine.adbc.cursor()
+    try:
+        cursor.execute(f"SELECT * FROM {relation}")
+        return cursor.fetch_arrow_table()
+    finally:
+        cursor.close()
+
+
+def test_a_value_without_text_is_an_error_naming_its_column_on_every_path(engine: Engine) -> None:
+    for sql_type, value, said in NO_TEXT[engine.name]:
+        name = engine.new_table()
+        engine.run(f"CREATE TABLE {name} (k int, v {sql_type})")
+        engine.run(f"INSERT INTO {name} VALUES (1, NULL), (2, {value})")
+        expected = f"the column 'v' holds {said}: rows-v1 has no text for"
+        for options in ({}, {"kernel_columns": "all"}):
+            with pytest.raises(InfiniteValueError, match=re.escape(expected)):
+                engine.fingerprint(name, **options)
+        if sql_type.startswith("numeric"):
+            continue  # no Arrow type holds a decimal NaN: ADBC exports its text, refused by type
+        exported = fingerprint_arrow(_exported_as_its_driver_exports_it(engine, name))
+        assert exported.data_hash is None and expected in exported.error, (sql_type, exported)
 
 
 def test_a_column_the_database_cannot_write_is_streamed_to_the_kernel(engine: Engine) -> None:

@@ -3,10 +3,10 @@ where the kernel does not write a column or refuses a value.
 
 A column whose type the kernel does not write is written by the Python path
 (:func:`~ubunye_rows.hashing.arrow_lines.value_texts`) and handed to the kernel as finished
-texts; a table holding a value the kernel refuses (a date outside the years 1 to 9999, invalid
-UTF-8, a null map key), or one it panicked on (a bug, warned of), is hashed by the Python path
-whole, which then gives the spec's digest or its error. ``native.fallbacks`` counts both.
-Without the kernel every table takes the Python path.
+texts; a table holding a value the kernel refuses (a date outside the years 1 to 9999, an
+infinite date or time, invalid UTF-8, a null map key), or one it panicked on (a bug, warned
+of), is hashed by the Python path whole, which then gives the spec's digest or its error.
+``native.fallbacks`` counts both. Without the kernel every table takes the Python path.
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 from ubunye_rows.hashing import native
 from ubunye_rows.hashing.arrow_lines import slice_lines, table_slices, value_texts
 from ubunye_rows.hashing.canonical import list_item_kind, map_kinds, struct_field_kinds
+from ubunye_rows.hashing.infinities import refuse_infinite_times
 from ubunye_rows.hashing.lanes import bucket_slices_lanes, hash_threads, line_digests
 from ubunye_rows.hashing.types import UnsupportedTypeError, canonical_type, plain_type
 
@@ -161,12 +162,15 @@ def table_digests(table: pa.Table, names: Sequence[str], kinds: Sequence[str]) -
 
 def python_table_buckets(table: pa.Table, names: Sequence[str], kinds: Sequence[str]) -> np.ndarray:
     """:func:`table_buckets` by the Python path: Arrow compute lines, hashed a slice at a time."""
+    refuse_infinite_times(table, names)
     return bucket_slices_lanes(table_slices(table, names), lambda batch: slice_lines(batch, kinds))
 
 
 def python_table_digests(table: pa.Table, names: Sequence[str], kinds: Sequence[str]) -> np.ndarray:
     """:func:`table_digests` by the Python path."""
     import numpy as np
+
+    refuse_infinite_times(table, names)
 
     def digests(batch: pa.RecordBatch) -> np.ndarray:
         return line_digests(slice_lines(batch, kinds))

@@ -34,6 +34,11 @@ def quote_identifier(name: str) -> str:
     return '"' + name.replace('"', '""') + '"'
 
 
+#: How an in-database hash that met an infinite date or time says so: this, the value's SQL
+#: expression, ``": "`` and the value (``ubunye_rows.sql.infinite_value_error`` reads it back).
+INFINITE_VALUE_OF = "rows-v1 has no text for the infinite value of "
+
+
 class Dialect(ABC):
     """The text-writing SQL both engines share; subclasses fill in what differs."""
 
@@ -200,14 +205,22 @@ class Dialect(ABC):
     def date_text(self, expression: str) -> str:
         """A date as ``"yyyy-MM-dd"``."""
         year = self.year_text(self.year_of(expression))
-        return f"'\"' || {year} || {self.after_year(expression, 'date')} || '\"'"
+        text = f"'\"' || {year} || {self.after_year(expression, 'date')} || '\"'"
+        return self.finite_time(expression, text)
 
     def timestamp_text(self, expression: str, zoned: bool) -> str:
         """A timestamp as ``"yyyy-MM-ddTHH:mm:ss.ffffff"`` (its UTC instant and ``Z`` if zoned)."""
         wall = self.utc_wall_time(expression) if zoned else self.wall_time(expression)
         close = "Z\"'" if zoned else "\"'"
         year = self.year_text(self.year_of(wall))
-        return f"'\"' || {year} || {self.after_year(wall, 'timestamp')} || '{close}"
+        text = f"'\"' || {year} || {self.after_year(wall, 'timestamp')} || '{close}"
+        return self.finite_time(expression, text)
+
+    def finite_time(self, expression: str, text: str) -> str:
+        """``text``, the text of the date or timestamp ``expression``, failing the query on an
+        infinite value where the engine holds one and the query can fail itself (the base: as
+        it is; PostgreSQL's infinities are looked for before the query instead)."""
+        return text
 
     @abstractmethod
     def year_of(self, expression: str) -> str:
@@ -275,6 +288,11 @@ class DuckDBDialect(Dialect):
 
     def binary_text(self, expression: str) -> str:
         return f"'\"' || base64({expression}) || '\"'"
+
+    def finite_time(self, expression: str, text: str) -> str:
+        said = literal(INFINITE_VALUE_OF + expression + ": ")
+        refusal = f"error({said} || CAST({expression} AS VARCHAR))"
+        return f"(CASE WHEN isinf({expression}) THEN {refusal} ELSE {text} END)"
 
     def positional_decimal(self, expression: str) -> str:
         # DuckDB drops the zero before the point of a DECIMAL(p,p) (``.06``, ``-.7``).

@@ -12,12 +12,13 @@ from __future__ import annotations
 
 import contextlib
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ubunye_rows.hashing.digest import Fingerprint
+from ubunye_rows.hashing.infinities import INFINITE_TIME, NOT_A_NUMBER, InfiniteValueError
 from ubunye_rows.hashing.types import UnsupportedTypeError
-from ubunye_rows.sql.dialects import PostgresDialect, literal
+from ubunye_rows.sql.dialects import PostgresDialect, literal, quote_identifier
 from ubunye_rows.sql.query import Column, source
 from ubunye_rows.sql.relations import KernelColumns, Relation, chosen_kernel_columns, relation_sql
 from ubunye_rows.sql.totals import fingerprint_in_database
@@ -127,6 +128,40 @@ def hashing_session(connection: Any, cursor: Any) -> Iterator[None]:
         cursor.execute("RELEASE SAVEPOINT ubunye_rows_hash")
 
 
+def _value_without_text(name: str, arrow_type: pa.DataType) -> tuple[str, str] | None:
+    """For a column whose values may have no rows-v1 text (an infinite date or time, a numeric
+    NaN or infinity): the SQL of that value's text when it has none, else NULL, and its kind."""
+    import pyarrow as pa
+
+    column = quote_identifier(name)
+    inner = arrow_type.value_type if pa.types.is_list(arrow_type) else arrow_type
+    timed = pa.types.is_date(inner) or pa.types.is_timestamp(inner)
+    if not (timed or pa.types.is_decimal(inner)):
+        return None
+    kind, words = (INFINITE_TIME, "infinity") if timed else (NOT_A_NUMBER, "NaN|Infinity")
+    if inner is arrow_type:
+        return f"CASE WHEN {column}::text ~ '^-?({words})$' THEN {column}::text END", kind
+    # An array: its text names the first such element.
+    found = f"substring(array_to_string({column}, ',') from '(?:^|,)(-?(?:{words}))(?:,|$)')"
+    return found, kind
+
+
+def refuse_values_without_text(cursor: Any, rows: str, columns: Sequence[Column]) -> None:
+    """Raise InfiniteValueError naming the column and the value when ``rows`` hold a value
+    rows-v1 has no text for, which PostgreSQL would not name (one scan of the dates,
+    times and decimals, before the hash)."""
+    checked = [
+        (name, found) for name, arrow_type in columns
+        if (found := _value_without_text(name, arrow_type)) is not None
+    ]  # fmt: skip
+    if not checked:
+        return
+    cursor.execute(f"SELECT {', '.join(f'max({sql})' for _, (sql, _) in checked)} FROM {rows}")
+    for (name, (_, kind)), value in zip(checked, cursor.fetchone(), strict=True):
+        if value is not None:
+            raise InfiniteValueError(name, value, kind)
+
+
 def fingerprint_postgres(
     connection: Any,
     relation: Relation,
@@ -147,6 +182,7 @@ def fingerprint_postgres(
     try:
         with hashing_session(connection, cursor):
             columns = columns_of(cursor, name)
+            refuse_values_without_text(cursor, rows, columns)
             chosen = chosen_kernel_columns(kernel_columns, [column for column, _ in columns], name)
             return fingerprint_in_database(
                 PostgresDialect(),

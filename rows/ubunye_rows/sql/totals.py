@@ -3,14 +3,20 @@ the lines of a streamed select finished and hashed by the kernel."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ubunye_rows.hashing.digest import LANE_MASK, Fingerprint, data_hash, schema_hash
+from ubunye_rows.hashing.infinities import (
+    InfiniteValueError,
+    holds_times,
+    refuse_infinite_values,
+)
 from ubunye_rows.hashing.lanes import bucket_line_lanes
 from ubunye_rows.hashing.types import canonical_type
 from ubunye_rows.sketch import BUCKETS, Sketch, empty_bucket_arrays
-from ubunye_rows.sql.dialects import Dialect
+from ubunye_rows.sql.dialects import INFINITE_VALUE_OF, Dialect, quote_identifier
 from ubunye_rows.sql.query import (
     Column,
     Segment,
@@ -38,13 +44,32 @@ def fingerprint_in_database(
     database writes every column, else the select of segments and ``by_kernel`` columns read
     as Arrow batches by ``stream_batches`` and finished here."""
     pairs = column_pairs(columns)
-    if not by_kernel:
-        return fingerprint_of_buckets(pairs, fetch_rows(buckets_query(dialect, columns, rows)))
-    found = segments(dialect, columns, by_kernel)
-    totals = empty_bucket_arrays()
-    for batch in stream_batches(segments_query(dialect, found, rows)):
-        add_batch_buckets(totals, batch, found)
+    try:
+        if not by_kernel:
+            return fingerprint_of_buckets(pairs, fetch_rows(buckets_query(dialect, columns, rows)))
+        found = segments(dialect, columns, by_kernel)
+        totals = empty_bucket_arrays()
+        for batch in stream_batches(segments_query(dialect, found, rows)):
+            add_batch_buckets(totals, batch, found)
+    except Exception as error:
+        refused = infinite_value_error(error, columns)
+        if refused is None:
+            raise
+        raise refused from error
     return fingerprint_of_sketch_arrays(pairs, totals)
+
+
+def infinite_value_error(error: Exception, columns: Sequence[Column]) -> InfiniteValueError | None:
+    """The database's refusal of an infinite date or time (``Dialect.finite_time``) as the
+    error every path gives, naming the column; None for any other error."""
+    found = re.search(re.escape(INFINITE_VALUE_OF) + r"(.+): (-?infinity)", str(error))
+    if found is None:
+        return None
+    expression, value = found.groups()
+    named = [name for name, _ in columns if quote_identifier(name) == expression]
+    if not named:  # a value inside a list, struct or map: the columns that can hold it
+        named = [name for name, arrow_type in columns if holds_times(arrow_type, nested=True)]
+    return InfiniteValueError(" or ".join(named) or expression, value)
 
 
 def fingerprint_of_buckets(
@@ -95,6 +120,7 @@ def add_batch_buckets(totals: np.ndarray, batch: pa.RecordBatch, found: Sequence
         name, planned = segment.column
         if values.type != planned:
             values = values.cast(planned)  # e.g. a driver's numeric text as the decimal it is
+        refuse_infinite_values(name, values)
         texts = value_texts(values, canonical_type(planned))
         pieces.append(pc.binary_join_element_wise(json_string(name) + ":", texts, ""))
     # Each present piece brings its comma; the first comma is then dropped (every piece starts
