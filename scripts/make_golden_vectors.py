@@ -1,9 +1,9 @@
 """Write rows/ubunye_rows/testing/golden_rows_v1.json: tables and the digests the reference
-gives them.
+gives them, or Spark's ``to_json`` where rows-v1 follows Spark rather than the reference.
 
-Run once with the reference installed (``pip install ubunye-engine==0.8.0``), then commit the
-file; the conformance suite reads it and never needs the reference. Each table is stored as
-an Arrow IPC stream (base64), which brings every type and every chunk back exactly, and
+Run once with the reference and pyspark installed (``pip install ubunye-engine==0.8.0``), then
+commit the file; the conformance suite reads it and never needs the reference. Each table is
+stored as an Arrow IPC stream (base64), which brings every type and every chunk back exactly, and
 lists the engines that can hold it without changing a value or a type name.
 
     python scripts/make_golden_vectors.py            # write the file
@@ -34,6 +34,9 @@ from ubunye_rows.testing.edge_values import (
 OUT = Path(__file__).resolve().parent.parent / "rows/ubunye_rows/testing/golden_rows_v1.json"
 
 ALL = ["arrow", "pandas", "polars", "spark"]
+#: What gave a vector's digest: the reference, or Spark's to_json where rows-v1 follows Spark.
+REFERENCE = "ubunye-engine 0.8.0"
+SPARK = "Spark's to_json"
 UTC = dt.timezone.utc
 
 
@@ -338,59 +341,140 @@ def vectors() -> list[tuple[str, str, list[str], pa.Table]]:
     ]
 
 
-def build() -> dict:
-    os.environ.setdefault("UBUNYE_HASH_WORKERS", "1")
+def spark_vectors() -> list[tuple[str, str, list[str], pa.Table]]:
+    """The corners where rows-v1 follows Spark's ``to_json`` and the reference's pandas path,
+    which splits type names on commas, does not: their digests are Spark's (docs/rows-v1.md)."""
+    d = decimal.Decimal
+    map_of_float_lists = pa.map_(pa.decimal128(10, 4), pa.list_(pa.float32()))
+    map_of_maps = pa.map_(pa.string(), pa.map_(pa.string(), pa.float32()))
+    punctuated = pa.struct([("a,b", pa.float32()), ("c:d<e", pa.int64()), ("f>", pa.string())])
+    return [
+        (
+            "map_keyed_by_decimal",
+            "a map keyed by decimal(10,4) holding float32 lists, and a map of maps: each value "
+            "written by its own type (-1.0E-38, an object, {})",
+            ["arrow", "pandas", "spark"],
+            pa.table(
+                {
+                    "prices": pa.array(
+                        [[(d("1.5000"), [-1e-38, 1.5, None]), (d("-0.2500"), [])], [], None],
+                        map_of_float_lists,
+                    ),
+                    "nested": pa.array(
+                        [[("k", [("x", 1.25), ("y", None)])], [("k", [])], None], map_of_maps
+                    ),
+                }
+            ),
+        ),
+        (
+            "struct_field_names_with_punctuation",
+            "struct fields named with a comma, a colon and angle brackets keep their types",
+            ALL,
+            pa.table(
+                {
+                    "s": pa.array(
+                        [{"a,b": 0.1, "c:d<e": 2, "f>": "x"}, {"a,b": None, "c:d<e": 3}, None],
+                        punctuated,
+                    )
+                }
+            ),
+        ),
+    ]
+
+
+def spark_fingerprints(tables: list[pa.Table]) -> list:
+    """rows-v1 of each table by Spark's own ``to_json`` (the JVM path), in one local session."""
+    os.environ["UBUNYE_SPARK_ENGINE"] = "jvm"
+    from pyspark.sql import SparkSession
+
+    from ubunye_rows.hashing.spark import fingerprint_spark
+
+    spark = (
+        SparkSession.builder.master("local[1]").config("spark.ui.enabled", "false").getOrCreate()
+    )
+    try:
+        return [fingerprint_spark(spark.createDataFrame(table)) for table in tables]
+    finally:
+        spark.stop()
+
+
+def _entry(name: str, about: str, engines: list[str], table: pa.Table, expected, by: str) -> dict:
+    return {
+        "name": name,
+        "about": about,
+        "engines": engines,
+        "digest_by": by,
+        "arrow_ipc_base64": _ipc_base64(table),
+        "schema_hash": expected.schema_hash,
+        "data_hash": expected.data_hash,
+        "row_count": expected.row_count,
+    }
+
+
+def _check_engines(name: str, engines: list[str], table: pa.Table, expected) -> None:
+    """Our digest on every engine listed (but Spark) is the expected one."""
     import pandas as pd
-    from ubunye.lineage.content_hash import fingerprint as reference_fingerprint
 
     from ubunye_rows import fingerprint
+
+    checks = {"arrow": table}
+    if "pandas" in engines:
+        checks["pandas"] = table.to_pandas(types_mapper=pd.ArrowDtype)
+    if "polars" in engines:
+        import polars as pl
+
+        checks["polars"] = pl.from_arrow(table)
+    for engine, frame in checks.items():
+        ours = fingerprint(frame)
+        if (ours.schema_hash, ours.data_hash, ours.row_count) != (
+            expected.schema_hash,
+            expected.data_hash,
+            expected.row_count,
+        ):
+            raise SystemExit(f"{name}: ubunye_rows on {engine} disagrees with {expected}: {ours}")
+
+
+def build() -> dict:
+    os.environ.setdefault("UBUNYE_HASH_WORKERS", "1")
+    out = reference_entries()
+    followed = spark_vectors()
+    for (name, about, engines, table), expected in zip(
+        followed, spark_fingerprints([table for *_, table in followed]), strict=True
+    ):
+        if expected.error:
+            raise SystemExit(f"{name}: Spark failed: {expected.error}")
+        _check_engines(name, engines, table, expected)
+        out.append(_entry(name, about, engines, table, expected, SPARK))
+    import ubunye
+
+    return {
+        "method": "rows-v1",
+        "made_by": "scripts/make_golden_vectors.py with ubunye-engine "
+        + str(getattr(ubunye, "__version__", "?"))
+        + " (each vector's digest_by names what gave its digest)",
+        "vectors": out,
+    }
+
+
+def reference_entries() -> list[dict]:
+    """The vectors whose digests the reference gives."""
+    import pandas as pd
+    from ubunye.lineage.content_hash import fingerprint as reference_fingerprint
 
     out = []
     for name, about, engines, table in vectors():
         expected = reference_fingerprint(table)
         if expected.error:
             raise SystemExit(f"{name}: the reference failed: {expected.error}")
-        checks = {"arrow": table}
         if "pandas" in engines:
-            checks["pandas"] = table.to_pandas(types_mapper=pd.ArrowDtype)
-            again = reference_fingerprint(checks["pandas"])
+            again = reference_fingerprint(table.to_pandas(types_mapper=pd.ArrowDtype))
             if again.data_hash != expected.data_hash:
                 raise SystemExit(
                     f"{name}: pandas is listed but the reference's pandas digest differs"
                 )
-        if "polars" in engines:
-            import polars as pl
-
-            checks["polars"] = pl.from_arrow(table)
-        for engine, frame in checks.items():
-            ours = fingerprint(frame)
-            if (ours.schema_hash, ours.data_hash, ours.row_count) != (
-                expected.schema_hash,
-                expected.data_hash,
-                expected.row_count,
-            ):
-                raise SystemExit(
-                    f"{name}: ubunye_core on {engine} disagrees with the reference: {ours}"
-                )
-        out.append(
-            {
-                "name": name,
-                "about": about,
-                "engines": engines,
-                "arrow_ipc_base64": _ipc_base64(table),
-                "schema_hash": expected.schema_hash,
-                "data_hash": expected.data_hash,
-                "row_count": expected.row_count,
-            }
-        )
-    import ubunye
-
-    return {
-        "method": "rows-v1",
-        "made_by": "scripts/make_golden_vectors.py with ubunye-engine "
-        + str(getattr(ubunye, "__version__", "?")),
-        "vectors": out,
-    }
+        _check_engines(name, engines, table, expected)
+        out.append(_entry(name, about, engines, table, expected, REFERENCE))
+    return out
 
 
 def main(argv: list[str] | None = None) -> int:

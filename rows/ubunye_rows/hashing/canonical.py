@@ -15,6 +15,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from functools import lru_cache
 from typing import Any
 
+from ubunye_rows.hashing.types import Kind
+
 #: Doubles in this magnitude range are written as plain decimals, all others as d.dddE<n>.
 PLAIN_LOW, PLAIN_HIGH = 1e-3, 1e7
 
@@ -155,9 +157,10 @@ def binary_text(value: bytes | bytearray | memoryview) -> str:
 def split_top_level(text: str) -> tuple[str, ...]:
     """Split ``text`` on the commas that are not inside ``<...>``.
 
-    Parentheses are not counted, so ``decimal(10,2)`` splits too: a decimal's text does not
-    depend on its kind, and the reference reads kind texts exactly this way, which keeps
-    the two in agreement even for struct field names holding these characters.
+    Parentheses are not counted, so ``decimal(10,2)`` splits too, as the reference reads kind
+    texts. Only a bare kind text comes here (a schema given as text): a :class:`Kind` made from
+    an Arrow type carries its parts, which is how a map keyed by a decimal or a struct field
+    named ``a,b`` keeps its value types, as Spark writes them.
     """
     parts: list[str] = []
     depth = 0
@@ -175,10 +178,17 @@ def split_top_level(text: str) -> tuple[str, ...]:
     return tuple(parts)
 
 
-@lru_cache(maxsize=4096)
 def struct_field_kinds(kind: str) -> dict[str, str]:
-    """Field name to kind for a ``struct<...>`` kind text, e.g. ``struct<a:int32,b:string>`` gives
-    ``{"a": "int32", "b": "string"}``; empty for any other kind."""
+    """Field name to kind of a struct kind, e.g. ``struct<a:int32,b:string>`` gives
+    ``{"a": "int32", "b": "string"}``; empty for any other kind. A :class:`Kind` made from an
+    Arrow type gives its fields; a bare text is split at its top-level commas."""
+    if isinstance(kind, Kind) and kind.fields is not None:
+        return kind.fields
+    return _struct_field_kinds_of_text(str(kind))
+
+
+@lru_cache(maxsize=4096)
+def _struct_field_kinds_of_text(kind: str) -> dict[str, str]:
     if not kind.startswith("struct<"):
         return {}
     fields = {}
@@ -190,11 +200,16 @@ def struct_field_kinds(kind: str) -> dict[str, str]:
 
 def list_item_kind(kind: str) -> str:
     """``list<int64>`` -> ``int64``; ``""`` for other kinds."""
+    if isinstance(kind, Kind) and kind.item is not None:
+        return kind.item
     return kind[5:-1] if kind.startswith("list<") else ""
 
 
 def map_kinds(kind: str) -> tuple[str, str]:
-    """``map<string,int64>`` -> ``("string", "int64")``; empty names for other kinds."""
+    """``map<string,int64>`` -> ``("string", "int64")``; empty names for other kinds. A
+    :class:`Kind` made from an Arrow type gives its own (a ``decimal(p,s)`` key included)."""
+    if isinstance(kind, Kind) and kind.key is not None and kind.value is not None:
+        return kind.key, kind.value
     parts = split_top_level(kind[4:-1]) if kind.startswith("map<") and kind.endswith(">") else ()
     return (parts[0] if parts else "", parts[1] if len(parts) > 1 else "")
 

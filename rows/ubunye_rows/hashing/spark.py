@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 from ubunye_rows.hashing.digest import LANE_MASK, Fingerprint
 from ubunye_rows.hashing.spark_arrow import WorkerCannotWriteLine
-from ubunye_rows.hashing.types import UnsupportedTypeError, refuse_duplicate_names
+from ubunye_rows.hashing.types import Kind, UnsupportedTypeError, refuse_duplicate_names
 
 if TYPE_CHECKING:
     from ubunye_rows.sketch import Sketch
@@ -88,12 +88,11 @@ def spark_type_name(kind: Any) -> str:
     if isinstance(kind, T.DecimalType):
         return f"decimal({kind.precision},{kind.scale})"
     if isinstance(kind, T.ArrayType):
-        return f"list<{spark_type_name(kind.elementType)}>"
+        return Kind.of_list(spark_type_name(kind.elementType))
     if isinstance(kind, T.MapType):
-        return f"map<{spark_type_name(kind.keyType)},{spark_type_name(kind.valueType)}>"
+        return Kind.of_map(spark_type_name(kind.keyType), spark_type_name(kind.valueType))
     if isinstance(kind, T.StructType):
-        fields = ",".join(f"{field.name}:{spark_type_name(field.dataType)}" for field in kind)
-        return f"struct<{fields}>"
+        return Kind.of_struct([(field.name, spark_type_name(field.dataType)) for field in kind])
     raise UnsupportedTypeError(
         f"rows-v1 has no canonical name for the Spark type {kind.simpleString()}"
     )

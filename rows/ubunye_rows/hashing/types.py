@@ -13,6 +13,37 @@ class UnsupportedTypeError(TypeError):
     """A column type rows-v1 has no canonical name (and so no canonical text) for."""
 
 
+class Kind(str):
+    """The rows-v1 name of a nested type (the text the schema hash holds) that also carries the
+    names of its parts as the Arrow type has them: a list's item, a map's key and value, a
+    struct's fields. Its text alone cannot always say them (``decimal(10,4)`` holds a comma, a
+    field name may hold ``,``, ``:`` or ``<``); the writers read these, never the split text."""
+
+    item: str | None = None
+    key: str | None = None
+    value: str | None = None
+    fields: dict[str, str] | None = None
+
+    @classmethod
+    def of_list(cls, item: str) -> Kind:
+        kind = cls(f"list<{item}>")
+        kind.item = item
+        return kind
+
+    @classmethod
+    def of_map(cls, key: str, value: str) -> Kind:
+        kind = cls(f"map<{key},{value}>")
+        kind.key, kind.value = key, value
+        return kind
+
+    @classmethod
+    def of_struct(cls, fields: list[tuple[str, str]]) -> Kind:
+        kind = cls("struct<" + ",".join(f"{name}:{child}" for name, child in fields) + ">")
+        # A repeated field name keeps its last kind, as a row's dict keeps its last value.
+        kind.fields = dict(fields)
+        return kind
+
+
 def refuse_duplicate_names(names: Iterable[Any]) -> None:
     """A ValueError naming every column name given more than once: rows-v1 orders a row's
     members by column name, so each name must be unique (on every engine)."""
@@ -79,12 +110,11 @@ def canonical_type(arrow_type: pa.DataType) -> str:
     if pa.types.is_decimal(t):
         return f"decimal({t.precision},{t.scale})"
     if pa.types.is_map(t):
-        return f"map<{canonical_type(t.key_type)},{canonical_type(t.item_type)}>"
+        return Kind.of_map(canonical_type(t.key_type), canonical_type(t.item_type))
     if _is_any_list(t):
-        return f"list<{canonical_type(t.value_type)}>"
+        return Kind.of_list(canonical_type(t.value_type))
     if pa.types.is_struct(t):
-        fields = ",".join(f"{f.name}:{canonical_type(f.type)}" for f in t)
-        return f"struct<{fields}>"
+        return Kind.of_struct([(f.name, canonical_type(f.type)) for f in t])
     raise UnsupportedTypeError(f"rows-v1 has no canonical name for the Arrow type {t}")
 
 
