@@ -53,7 +53,10 @@ def test_one_call_adds_the_io_manager_the_sensor_and_the_checks_without_touching
     adopted = location.defs
 
     assert isinstance(adopted.resources["io_manager"], UbunyeIOManager)
-    assert [sensor.name for sensor in adopted.sensors] == ["ubunye_drift_sensor"]
+    assert [sensor.name for sensor in adopted.sensors] == [
+        "ubunye_drift_sensor",
+        "ubunye_failed_steps_sensor",
+    ]
     checks = {key.to_user_string() for c in adopted.asset_checks for key in c.check_keys}
     assert checks == {
         f"{name}:ubunye_reproducible" for name in ("unreachable_source", "ledger", "balance")
@@ -187,7 +190,7 @@ def test_with_ubunye_hands_each_flag_to_on_drift(tmp_path, on_drift):
             dg.materialize(defs.assets, resources=defs.resources, instance=instance).run_id
             for _ in range(2)
         ]
-        [sensor] = defs.sensors
+        [sensor] = [s for s in defs.sensors if s.name == "ubunye_drift_sensor"]
         sensor.evaluate_tick(dg.build_sensor_context(instance=instance))
 
     [verdict] = RECORDED

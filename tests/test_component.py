@@ -64,7 +64,10 @@ def test_dg_list_defs_shows_the_io_manager_the_sensor_and_the_checks_of_every_as
     listed = run_tool(root, tool("dg"), "list", "defs", "--json")
     assert listed.returncode == 0, listed.stderr
     defs = json.loads(listed.stdout)
-    assert [entry["name"] for entry in defs["sensors"]] == ["ubunye_drift_sensor"]
+    assert [entry["name"] for entry in defs["sensors"]] == [
+        "ubunye_drift_sensor",
+        "ubunye_failed_steps_sensor",
+    ]
     assert "io_manager" in [entry["name"] for entry in defs["resources"]]
     checks = {entry["key"] for entry in defs["asset_checks"]}
     assert checks == {

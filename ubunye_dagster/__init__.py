@@ -19,6 +19,7 @@ from ubunye_dagster.expectations import (
     ExpectationFailed,
     validate_declared_expectations,
 )
+from ubunye_dagster.failed_steps import build_failed_steps_sensor
 from ubunye_dagster.io_manager import UbunyeIOManager
 from ubunye_dagster.notifiers import slack_notifier, webhook_notifier
 from ubunye_dagster.pipeline import UnverifiedReadError
@@ -55,6 +56,7 @@ __all__ = [
     "Warehouse",
     "build_drift_sensor",
     "build_expectation_checks",
+    "build_failed_steps_sensor",
     "build_reproducibility_checks",
     "slack_notifier",
     "validate_declared_expectations",

@@ -20,6 +20,7 @@ from ubunye_dagster import dagster_internals as internals
 from ubunye_dagster.drift_hooks import DEFAULT_HOOK_TIMEOUT_SECONDS, DriftHook, resolve_drift_hook
 from ubunye_dagster.error_records import with_error_records
 from ubunye_dagster.expectation_checks import build_expectation_checks
+from ubunye_dagster.failed_steps import build_failed_steps_sensor
 from ubunye_dagster.io_manager import UbunyeIOManager
 from ubunye_dagster.resource import UbunyeResource
 from ubunye_dagster.sensor import build_drift_sensor, build_reproducibility_checks
@@ -120,6 +121,13 @@ class ReceiptSettings(BaseModel):
     reproducibility_checks: bool = Field(
         True, description="Declare the ubunye_reproducible check on every asset stored here."
     )
+    failed_steps_sensor: bool = Field(
+        True,
+        description=(
+            "Add the sensor that closes as error the records left running by steps Dagster "
+            "failed (a killed step process)."
+        ),
+    )
     expectation_checks: bool = Field(
         True, description="Declare each ubunye/expectations rule as an asset check."
     )
@@ -178,6 +186,8 @@ class ReceiptSettings(BaseModel):
             if self.drift_sensor
             else []
         )
+        if self.failed_steps_sensor:
+            sensors.append(build_failed_steps_sensor(self.resource()))
         return dg.Definitions(
             asset_checks=checks, sensors=[s for s in sensors if s.name not in sensor_names]
         )
