@@ -10,6 +10,7 @@ import json
 import shutil
 import sys
 from dataclasses import dataclass
+from importlib.metadata import version
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +24,7 @@ from ubunye_core.records.model import RunRecord  # noqa: E402
 from ubunye_core.store import LineageStore  # noqa: E402
 from ubunye_dagster import UbunyeResource, with_ubunye  # noqa: E402
 from ubunye_dagster.dbt import with_dbt_receipts  # noqa: E402
-from ubunye_rows import fingerprint_arrow  # noqa: E402
+from ubunye_rows import environment_hash, fingerprint_arrow  # noqa: E402
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "example_project" / "dbt_shop"
 #: The profile's variable naming the DuckDB file.
@@ -153,3 +154,13 @@ def copy_shop_on_postgres(
         value = dbname if field == "dbname" else getattr(cluster, field)
         monkeypatch.setenv(variable, str(value))
     return shop
+
+
+def assert_environment_names(record: RunRecord, adapter: str, driver: str) -> None:
+    """The record's environment names dbt-core, the adapter and its driver at their installed
+    versions, its hash is the environment's, and its backend the adapter."""
+    packages = record.environment["packages"]
+    for name in ("dbt-core", "dbt-adapters", f"dbt-{adapter}", driver):
+        assert packages[name] == version(name), name
+    assert record.environment_hash == environment_hash(record.environment)
+    assert record.backend == f"dbt-{adapter}"

@@ -8,17 +8,15 @@ from __future__ import annotations
 import contextlib
 import threading
 import time
-from importlib.metadata import version
 
 import dagster as dg
 import pytest
-from dbt_shop import MODELS, copy_shop, copy_shop_on_postgres
+from dbt_shop import MODELS, assert_environment_names, copy_shop, copy_shop_on_postgres
 from postgres_cluster import postgres_available, postgres_cluster
 
 from ubunye_core.records.drift import INPUTS_CHANGED, SAME_INPUTS
 from ubunye_dagster import metadata as keys
 from ubunye_dagster.sensor import build_drift_sensor
-from ubunye_rows import environment_hash
 from ubunye_rows.sql import fingerprint_postgres
 
 pytest.importorskip("dbt.adapters.postgres", reason="the dbt-postgres extra is not installed")
@@ -98,11 +96,7 @@ def test_the_same_seeds_and_models_have_the_same_digests_on_duckdb(drawn_twice, 
 def test_the_environment_names_dbt_postgres_and_its_driver(drawn_twice):
     shop, _, runs = drawn_twice
     record = shop.record("stg_orders", runs[-1].run_id)
-    packages = record.environment["packages"]
-    for name in ("dbt-core", "dbt-adapters", "dbt-postgres", "psycopg2-binary"):
-        assert packages[name] == version(name)
-    assert record.environment_hash == environment_hash(record.environment)
-    assert record.backend == "dbt-postgres"
+    assert_environment_names(record, "postgres", "psycopg2-binary")
 
 
 def test_the_inputs_are_the_upstream_receipts_of_the_same_build(drawn_twice):

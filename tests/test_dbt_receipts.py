@@ -5,18 +5,16 @@ from __future__ import annotations
 
 import hashlib
 import subprocess
-from importlib.metadata import version
 
 import dagster as dg
 import duckdb
 import pytest
-from dbt_shop import EXAMPLE, MODELS, copy_shop
+from dbt_shop import EXAMPLE, MODELS, assert_environment_names, copy_shop
 from reference_cli import reference_cli
 
 from ubunye_dagster import metadata as keys
 from ubunye_dagster.dbt.receipts import SAME_RUN_NOTE
 from ubunye_dagster.identity import identity_for_asset
-from ubunye_rows import environment_hash
 
 #: A source: a table another process loads, which dbt reads and never builds.
 SOURCES = """\
@@ -122,12 +120,7 @@ def test_a_source_is_an_input_hashed_in_the_warehouse(built):
 
 def test_the_environment_names_dbt_core_and_the_adapter(built):
     shop, result = built
-    record = shop.record("stg_orders", result.run_id)
-    packages = record.environment["packages"]
-    for name in ("dbt-core", "dbt-adapters", "dbt-duckdb", "duckdb"):
-        assert packages[name] == version(name)
-    assert record.environment_hash == environment_hash(record.environment)
-    assert record.backend == "dbt-duckdb"
+    assert_environment_names(shop.record("stg_orders", result.run_id), "duckdb", "duckdb")
 
 
 def test_a_receipt_never_fails_a_dbt_build(built):

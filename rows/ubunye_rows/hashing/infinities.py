@@ -15,29 +15,28 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     import pyarrow as pa
 
-_INT32_MAX = 2**31 - 1
-_INT64_MAX = 2**63 - 1
-#: Microseconds from 1970-01-01 to 2000-01-01, PostgreSQL's epoch.
+#: Days and microseconds from 1970-01-01 to 2000-01-01, PostgreSQL's epoch.
+_POSTGRES_EPOCH_DAYS = 10_957
 _POSTGRES_EPOCH_US = 946_684_800_000_000
 
-#: Days from 1970-01-01 to 2000-01-01.
-_POSTGRES_EPOCH_DAYS = 10_957
-#: A date32 day number that stands for an infinite date, and which one.
-DATE32_INFINITIES = {
-    _INT32_MAX: "infinity",
-    -_INT32_MAX: "-infinity",
-    -_INT32_MAX - 1: "-infinity",
-    -_INT32_MAX - 1 + _POSTGRES_EPOCH_DAYS: "-infinity",
-    -_INT32_MAX - 2 + _POSTGRES_EPOCH_DAYS: "infinity",
-}
-#: A 64-bit timestamp value that stands for an infinite time, and which one.
-TIMESTAMP_INFINITIES = {
-    _INT64_MAX: "infinity",
-    -_INT64_MAX: "-infinity",
-    -_INT64_MAX - 1: "-infinity",
-    -_INT64_MAX - 1 + _POSTGRES_EPOCH_US: "-infinity",
-    -_INT64_MAX - 2 + _POSTGRES_EPOCH_US: "infinity",
-}
+
+def _sentinels(largest: int, postgres_epoch: int) -> dict[int, str]:
+    """The stored values that stand for an infinity in a type whose largest value is
+    ``largest``: DuckDB's (the largest, its negation), the smallest, and ADBC's PostgreSQL
+    driver's (the smallest shifted by the epochs' distance, ``infinity`` wrapped one below)."""
+    smallest = -largest - 1
+    return {
+        largest: "infinity",
+        -largest: "-infinity",
+        smallest: "-infinity",
+        smallest + postgres_epoch: "-infinity",
+        smallest - 1 + postgres_epoch: "infinity",
+    }
+
+
+#: A date32 day number, or a 64-bit timestamp value, that stands for an infinity, and which one.
+DATE32_INFINITIES = _sentinels(2**31 - 1, _POSTGRES_EPOCH_DAYS)
+TIMESTAMP_INFINITIES = _sentinels(2**63 - 1, _POSTGRES_EPOCH_US)
 
 
 #: What an infinite date or time is called in the error, and a decimal that is not a number.
