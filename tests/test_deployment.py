@@ -79,6 +79,8 @@ DAYS = tuple(f"2026-01-0{day}" for day in range(1, 6))
 #: Generous: on two shared cores each step process takes seconds to tens of seconds to start.
 RUN_TIMEOUT = 900
 SENSOR_TIMEOUT = 300
+#: How often the failed-steps sensor ticks (its default).
+FAILED_STEPS_INTERVAL = 30
 
 
 def task_path(asset: str) -> str:
@@ -608,17 +610,29 @@ def test_a_step_killed_while_writing_leaves_the_previous_version_whole_and_verif
     assert deployment.finish(run_id) == "FAILURE"
     assert not deployment.materialisations("big_orders", run_id), "the kill came after the write"
 
-    # What the record says: the step saved `running` when it loaded its input; a process killed
-    # by SIGKILL runs no handler, so it stays `running`, with no output and no end.
-    killed = deployment.store().load(task_path("big_orders"), run_id)
-    assert (killed.status, killed.outputs, killed.ended_at) == ("running", [], None)
-    running_runs = deployment.cli("lineage", "search", "-d", deployment.root, "--status", "running")
-    assert run_id in running_runs
-    deployment.shown["killed-search"] = running_runs
-
-    # The previous version is whole at the final path: the next reader verifies it.
+    # The previous version is whole at the final path: the next reader verifies it (launched
+    # now, so it runs while the record below is closed).
     reader = deployment.launch("big_read")
     deployment.runs["big_read"] = reader
+
+    # What the record says: the step saved `running` when it loaded its input, and a process
+    # killed by SIGKILL runs no handler; Dagster has failed the run, so within two ticks the
+    # daemon's failed-steps sensor makes it `error` with the executor's words, nothing else
+    # changed (no output, no end).
+    def closed() -> Any:
+        record = deployment.store().load(task_path("big_orders"), run_id)
+        return record if record.status == "error" else None
+
+    killed = wait_for("the killed step's record closed", closed, 2 * FAILED_STEPS_INTERVAL + 30)
+    assert killed.error.startswith("ChildProcessCrashException: "), killed.error
+    assert "SIGKILL" in killed.error and (killed.outputs, killed.ended_at) == ([], None)
+    assert [step.name for step in killed.inputs] == ["regions"]
+    search = ("lineage", "search", "-d", deployment.root, "--asset", "big_orders", "--status")
+    assert run_id not in deployment.cli(*search, "running")
+    errors = deployment.cli(*search, "error")
+    assert run_id in errors
+    deployment.shown["killed-search"] = errors
+
     assert deployment.finish(reader) == "SUCCESS", deployment.daemon.log_tail()
     [read] = deployment.store().load(task_path("big_total"), reader).inputs
     assert read.data_hash == previous.outputs[0].data_hash
