@@ -73,8 +73,8 @@ def typed_batches(
     names = [name for name, _ in columns]
     for batch in batches:
         arrays = []
-        for (name, planned), values in zip(columns, batch.select(names).columns, strict=True):
-            if isinstance(values.type, pa.ExtensionType) or hasattr(values, "storage"):
+        for (_, planned), values in zip(columns, batch.select(names).columns, strict=True):
+            if isinstance(values.type, pa.ExtensionType):
                 values = values.storage
             arrays.append(values if values.type == planned else values.cast(planned))
         yield pa.RecordBatch.from_arrays(arrays, names=names)
