@@ -96,3 +96,23 @@ class TestDuckDB(InTheDatabase):
 
 class TestPostgreSQL(InTheDatabase):
     fixture = "postgres_database"
+
+
+class Streamed(InTheDatabase):
+    """Each golden vector as a table of the database, streamed to the kernel as Arrow."""
+
+    def fingerprint(self, frame: Any) -> Fingerprint:
+        from ubunye_rows.sql.stream import fingerprint_streamed
+
+        database = self.database
+        if database.adbc is None:
+            return fingerprint_streamed(database.connection, frame)
+        return fingerprint_streamed(database.adbc, frame, columns=database.columns(frame))
+
+
+class TestDuckDBStreamed(Streamed):
+    fixture = "duckdb_database"
+
+
+class TestPostgreSQLStreamed(Streamed):
+    fixture = "postgres_database"

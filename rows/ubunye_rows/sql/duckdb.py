@@ -39,7 +39,8 @@ def _arrow_table(connection: Any, query: str) -> pa.Table:
     return (getattr(relation, "to_arrow_table", None) or relation.arrow)()
 
 
-def _batches(connection: Any, query: str) -> pa.RecordBatchReader:
+def arrow_batches(connection: Any, query: str) -> pa.RecordBatchReader:
+    """``query``'s result on a duckdb connection as Arrow batches of ``BATCH_ROWS`` rows."""
     relation = connection.sql(query)
     reader = getattr(relation, "to_arrow_reader", None) or relation.fetch_arrow_reader
     return reader(BATCH_ROWS)
@@ -77,5 +78,5 @@ def fingerprint_duckdb(
         by_kernel,
         rows,
         fetch_rows=lambda query: connection.execute(query).fetchall(),
-        stream_batches=lambda query: _batches(connection, query),
+        stream_batches=lambda query: arrow_batches(connection, query),
     )

@@ -1,0 +1,115 @@
+"""rows-v1 of any database's relation, streamed: the rows come as Arrow record batches through
+the driver's own Arrow fetch and every line is written and hashed by the kernel, one batch at a
+time, so memory stays at a batch whatever the table's size."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Sequence
+from typing import TYPE_CHECKING, Any
+
+from ubunye_rows.hashing.digest import Fingerprint
+from ubunye_rows.hashing.types import UnsupportedTypeError, canonical_type, refuse_duplicate_names
+from ubunye_rows.sketch import empty_bucket_arrays
+from ubunye_rows.sql.query import Column, Segment, column_pairs
+from ubunye_rows.sql.relations import Relation, relation_sql
+from ubunye_rows.sql.totals import add_batch_buckets, fingerprint_of_sketch_arrays
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+#: Rows per Arrow batch asked of drivers that take a batch size.
+BATCH_ROWS = 1 << 16
+
+#: How a digest was made, for the record to carry next to ``hash_method: rows-v1``.
+STREAMED = "streamed"
+IN_DATABASE = "in the database"
+
+
+def arrow_reader(cursor: Any, query: str) -> pa.RecordBatchReader:
+    """The result of ``query`` on a DB-API cursor as an Arrow batch reader, through the
+    driver's Arrow fetch (ADBC's ``fetch_record_batch``)."""
+    cursor.execute(query)
+    for method in ("fetch_record_batch",):
+        fetch = getattr(cursor, method, None)
+        if fetch is None:
+            continue
+        try:
+            return fetch(BATCH_ROWS)
+        except TypeError:  # ADBC's takes no batch size: the driver chooses it
+            return fetch()
+    raise TypeError(f"{type(cursor).__name__} has no Arrow fetch (fetch_record_batch)")
+
+
+def fingerprint_of_batches(batches: Iterable[pa.RecordBatch], schema: pa.Schema) -> Fingerprint:
+    """rows-v1 of the rows in ``batches`` (each of ``schema``), one batch in memory at a time.
+
+    Raises UnsupportedTypeError naming the first column rows-v1 has no type for, and its type.
+    """
+    refuse_duplicate_names(schema.names)
+    for field in schema:
+        try:
+            canonical_type(field.type)
+        except UnsupportedTypeError as error:
+            raise UnsupportedTypeError(
+                f"column {field.name!r} of type {field.type} cannot be hashed by rows-v1: {error}"
+            ) from error
+    columns = [(field.name, field.type) for field in schema]
+    found = [Segment(column=column) for column in sorted(columns, key=lambda c: c[0])]
+    order = [name for name, _ in sorted(columns, key=lambda c: c[0])]
+    totals = empty_bucket_arrays()
+    for batch in batches:
+        if batch.num_rows:
+            add_batch_buckets(totals, batch.select(order), found)
+    return fingerprint_of_sketch_arrays(column_pairs(columns), totals)
+
+
+def typed_batches(
+    batches: Iterable[pa.RecordBatch], columns: Sequence[Column]
+) -> Iterator[pa.RecordBatch]:
+    """Each batch with its columns cast to the types ``columns`` plan (a driver's own wrapping
+    of a type, e.g. PostgreSQL numeric as opaque text, read as the decimal it is)."""
+    import pyarrow as pa
+
+    names = [name for name, _ in columns]
+    for batch in batches:
+        arrays = []
+        for (_, planned), values in zip(columns, batch.select(names).columns, strict=True):
+            if isinstance(values.type, pa.ExtensionType):
+                values = values.storage
+            arrays.append(values if values.type == planned else values.cast(planned))
+        yield pa.RecordBatch.from_arrays(arrays, names=names)
+
+
+def fingerprint_streamed(
+    connection: Any,
+    relation: Relation | None = None,
+    *,
+    query: str | None = None,
+    columns: Sequence[Column] | None = None,
+) -> Fingerprint:
+    """rows-v1 of ``relation`` (a table's name or dotted parts) or of ``query``'s result, read
+    from a connection (DuckDB, or a DB-API one with ADBC's Arrow fetch) as Arrow batches and
+    hashed by the kernel; ``columns`` (name, Arrow type) type the batches where the driver's
+    own Arrow types are not the columns' (PostgreSQL numeric through ADBC)."""
+    if (relation is None) == (query is None):
+        raise ValueError("give a relation or a query, not both and not neither")
+    sql = query if query is not None else f"SELECT * FROM {relation_sql(relation)}"
+    if hasattr(connection, "sql"):  # DuckDB: its relation streams; a cursor's result is copied
+        from ubunye_rows.sql.duckdb import arrow_batches
+
+        reader = arrow_batches(connection, sql)
+        return _fingerprint_of_reader(reader, columns)
+    cursor = connection.cursor()
+    try:
+        return _fingerprint_of_reader(arrow_reader(cursor, sql), columns)
+    finally:
+        cursor.close()
+
+
+def _fingerprint_of_reader(reader: pa.RecordBatchReader, columns: Sequence[Column] | None) -> Any:
+    import pyarrow as pa
+
+    if columns is None:
+        return fingerprint_of_batches(reader, reader.schema)
+    schema = pa.schema(list(columns))
+    return fingerprint_of_batches(typed_batches(reader, columns), schema)
