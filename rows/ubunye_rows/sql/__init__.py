@@ -9,11 +9,9 @@ for any other database: the whole relation as Arrow batches to the kernel.
 
 from ubunye_rows.sql.duckdb import fingerprint_duckdb
 from ubunye_rows.sql.postgres import fingerprint_postgres
-from ubunye_rows.sql.stream import IN_DATABASE, STREAMED, fingerprint_streamed
+from ubunye_rows.sql.stream import fingerprint_streamed
 
 __all__ = [
-    "IN_DATABASE",
-    "STREAMED",
     "fingerprint_duckdb",
     "fingerprint_postgres",
     "fingerprint_streamed",

@@ -20,24 +20,19 @@ if TYPE_CHECKING:
 #: Rows per Arrow batch asked of drivers that take a batch size.
 BATCH_ROWS = 1 << 16
 
-#: How a digest was made, for the record to carry next to ``hash_method: rows-v1``.
-STREAMED = "streamed"
-IN_DATABASE = "in the database"
-
 
 def arrow_reader(cursor: Any, query: str) -> pa.RecordBatchReader:
     """The result of ``query`` on a DB-API cursor as an Arrow batch reader, through the
-    driver's Arrow fetch (ADBC's ``fetch_record_batch``)."""
+    driver's Arrow fetch (ADBC's ``fetch_record_batch``); a TypeError naming the cursor that has
+    none."""
     cursor.execute(query)
-    for method in ("fetch_record_batch",):
-        fetch = getattr(cursor, method, None)
-        if fetch is None:
-            continue
-        try:
-            return fetch(BATCH_ROWS)
-        except TypeError:  # ADBC's takes no batch size: the driver chooses it
-            return fetch()
-    raise TypeError(f"{type(cursor).__name__} has no Arrow fetch (fetch_record_batch)")
+    fetch = getattr(cursor, "fetch_record_batch", None)
+    if fetch is None:
+        raise TypeError(f"{type(cursor).__name__} has no Arrow fetch (fetch_record_batch)")
+    try:
+        return fetch(BATCH_ROWS)
+    except TypeError:  # ADBC's takes no batch size: the driver chooses it
+        return fetch()
 
 
 def fingerprint_of_batches(batches: Iterable[pa.RecordBatch], schema: pa.Schema) -> Fingerprint:
@@ -106,7 +101,9 @@ def fingerprint_streamed(
         cursor.close()
 
 
-def _fingerprint_of_reader(reader: pa.RecordBatchReader, columns: Sequence[Column] | None) -> Any:
+def _fingerprint_of_reader(
+    reader: pa.RecordBatchReader, columns: Sequence[Column] | None
+) -> Fingerprint:
     import pyarrow as pa
 
     if columns is None:
