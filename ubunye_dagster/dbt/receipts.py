@@ -56,7 +56,7 @@ class _Receipts:
     context: dg.AssetExecutionContext
     place: RecordPlace
     warehouse: Warehouse | Unreachable
-    #: The SQL each node ran, from the run results (empty while dbt runs: the compiled files).
+    #: The SQL each node ran: the run results', else the compiled file dbt wrote before it.
     compiled: dict[str, str] = dataclasses.field(default_factory=dict)
     #: The manifest dbt wrote for this invocation: the SQL and seed files it built from.
     run_manifest: dict[str, Any] = dataclasses.field(default_factory=dict)
@@ -75,9 +75,11 @@ class _Receipts:
 
     def node(self, unique_id: str) -> DbtNode | None:
         code = self.compiled.get(unique_id)
-        if code is None and not self.compiled:
+        if code is None:  # not in the run results (none yet while dbt runs): its compiled file
             target = Path(self.invocation.target_path)
             code = compiled_code_in_target(self.run_manifest, target, unique_id)
+            if code is not None:
+                self.compiled[unique_id] = code  # read once, for its output and its children
         return node_of(self.run_manifest, unique_id, {unique_id: code} if code else None)
 
     def input_of(self, parent_id: str) -> LoadedInput:
