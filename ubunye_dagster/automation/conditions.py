@@ -21,20 +21,24 @@ UPSTREAM_LABEL = "any_deps_content_changed"
 
 
 def on_content_change() -> dg.AutomationCondition:
-    """Requested when the asset is missing, when its code version changed, or when an
-    upstream's data version changed since the asset was last requested or materialised (in
-    another run: the run that wrote both already read the new rows); never while an upstream is
-    missing or in progress, or the asset is in progress. Like ``eager()``, a time-partitioned
-    asset's latest partition only."""
+    """Requested when the asset is missing (once: a failed run is not retried), when its code
+    version changed, or when an upstream's data version changed since the asset was last
+    requested or materialised (in another run: the run that wrote both already read the new
+    rows); never while an upstream is missing or in progress, or the asset is in progress. Like
+    ``eager()``, a time-partitioned asset's latest partition only."""
     condition = dg.AutomationCondition
     content_moved = condition.any_deps_match(
         condition.data_version_changed() & ~condition.executed_with_root_target()
     ).with_label(UPSTREAM_LABEL)
+    # Handled once requested or updated. Not reset by the first evaluation, as
+    # ``since_last_handled()`` is: an asset missing when the condition is first applied is
+    # requested then (``eager()`` waits for it to become missing again).
+    handled = (condition.newly_requested() | condition.newly_updated()).with_label("handled")
     return (
         condition.in_latest_time_window()
-        & (
-            condition.newly_missing() | condition.code_version_changed() | content_moved
-        ).since_last_handled()
+        & (condition.newly_missing() | condition.code_version_changed() | content_moved).since(
+            handled
+        )
         & ~condition.any_deps_missing()
         & ~condition.any_deps_in_progress()
         & ~condition.in_progress()

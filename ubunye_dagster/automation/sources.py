@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
@@ -122,12 +122,6 @@ class TableSource(_Source):
 
 #: Every kind of source: a Parquet path or a warehouse table.
 Source = ParquetSource | TableSource
-#: The source kinds, for errors and docs.
-SOURCE_KINDS: tuple[Literal["parquet", "duckdb", "postgres"], ...] = (
-    "parquet",
-    "duckdb",
-    "postgres",
-)
 
 
 def as_source(value: Source | dict[str, Any]) -> Source:
