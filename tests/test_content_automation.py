@@ -104,6 +104,15 @@ def test_a_source_whose_rows_changed_requests_its_children_only(ticks, tmp_path)
     assert ticks.requested() == {CLEAN}
 
 
+def test_a_source_that_cannot_be_read_requests_its_children_as_its_content_is_unknown(
+    ticks, tmp_path
+):
+    (tmp_path / "orders.parquet").unlink()
+    ticks.run(SOURCE)
+
+    assert ticks.requested() == {CLEAN}
+
+
 def test_a_child_rewritten_with_the_same_rows_requests_nothing_below_it(ticks, tmp_path):
     write_orders(tmp_path, pd.concat([ORDERS, pd.DataFrame({"region": ["east"], "amount": [-1]})]))
     ticks.run(SOURCE)
