@@ -11,6 +11,7 @@ from ubunye_core.records.drift import (
     SOURCE_EXPLANATION,
 )
 from ubunye_dagster.adoption import ReceiptSettings, with_ubunye
+from ubunye_dagster.automation import ParquetSource, TableSource, observed_source, on_content_change
 from ubunye_dagster.drift_hooks import DriftVerdict
 from ubunye_dagster.error_records import with_error_records
 from ubunye_dagster.expectation_checks import build_expectation_checks
@@ -46,10 +47,12 @@ __all__ = [
     "DriftVerdict",
     "ExpectationError",
     "ExpectationFailed",
+    "ParquetSource",
     "PipesReceipts",
     "Receipt",
     "ReceiptIOManager",
     "ReceiptSettings",
+    "TableSource",
     "UbunyeIOManager",
     "UbunyeResource",
     "UnverifiedReadError",
@@ -58,6 +61,8 @@ __all__ = [
     "build_expectation_checks",
     "build_failed_steps_sensor",
     "build_reproducibility_checks",
+    "observed_source",
+    "on_content_change",
     "slack_notifier",
     "validate_declared_expectations",
     "webhook_notifier",

@@ -9,7 +9,7 @@ the reproducibility checks and the expectation checks of every asset stored thro
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping
 from typing import Annotated, Any, Literal
 
 import dagster as dg
@@ -17,6 +17,8 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from ubunye_core.records import drift
 from ubunye_dagster import dagster_internals as internals
+from ubunye_dagster.automation import adopt as automation_adoption
+from ubunye_dagster.automation.sources import Source
 from ubunye_dagster.drift_hooks import DEFAULT_HOOK_TIMEOUT_SECONDS, DriftHook, resolve_drift_hook
 from ubunye_dagster.error_records import with_error_records
 from ubunye_dagster.expectation_checks import build_expectation_checks
@@ -204,12 +206,13 @@ class ReceiptSettings(BaseModel):
 
 
 def stored_by_default(assets: Iterable[Any]) -> list[dg.AssetsDefinition]:
-    """The executable asset definitions whose every asset is stored under the default key."""
+    """The materialisable asset definitions whose every asset is stored under the default key
+    (an observed source is not stored)."""
     return [
         item
         for item in assets
         if isinstance(item, dg.AssetsDefinition)
-        and item.is_executable
+        and item.is_materializable
         and all(
             internals.io_manager_key_of(item, key) == DEFAULT_IO_MANAGER_KEY for key in item.keys
         )
@@ -242,19 +245,33 @@ def _installed_io_manager(defs: dg.Definitions, settings: ReceiptSettings | None
     return existing
 
 
-def with_ubunye(defs: dg.Definitions, **settings: Any) -> dg.Definitions:
+def with_ubunye(
+    defs: dg.Definitions,
+    *,
+    observe: Mapping[str, Source | Mapping[str, Any]] | None = None,
+    automation: dg.AutomationCondition | None = None,
+    **settings: Any,
+) -> dg.Definitions:
     """The same Definitions with receipts: ``UbunyeIOManager`` under the default IO manager key
     (from ``settings``, the fields of :class:`ReceiptSettings`) and its ``UbunyeResource`` under
     ``ubunye`` (unless the Definitions have one), the drift sensor, the reproducibility and
     expectation checks of every asset stored there, and the failure hook that leaves an
-    ``error`` record for a step that fails before it touches the IO manager."""
+    ``error`` record for a step that fails before it touches the IO manager. ``observe``: the
+    external assets observed by their rows (asset key -> source); ``automation``: the condition
+    of every asset stored with receipts that has none (``on_content_change()``), each given its
+    code hash as its code version where it declares none."""
     chosen = ReceiptSettings(**settings) if settings else None
     kept = _installed_io_manager(defs, chosen)
-    assets: Sequence[Any] = list(defs.assets or [])
-    hooked = internals.definitions_with_assets(defs, with_error_records(assets))
-    added = (chosen or ReceiptSettings()).companions(assets, existing=defs)
     manager = kept if kept is not None else (chosen or ReceiptSettings()).io_manager()
     resources = {} if kept is not None else {DEFAULT_IO_MANAGER_KEY: manager}
     if RESOURCE_KEY not in (defs.resources or {}):
         resources[RESOURCE_KEY] = manager.resource
+    assets, sources = automation_adoption.observed_sources(list(defs.assets or []), observe)
+    receipted = automation_adoption.receipted_keys(assets, {**(defs.resources or {}), **resources})
+    assets = automation_adoption.with_automation(
+        assets, automation, receipted, manager.resource.code_folder
+    )
+    automation_adoption.refuse_content_conditions_without_receipts(assets, receipted)
+    hooked = internals.definitions_with_assets(defs, [*with_error_records(assets), *sources])
+    added = (chosen or ReceiptSettings()).companions(assets, existing=defs)
     return dg.Definitions.merge(hooked, added, dg.Definitions(resources=resources))

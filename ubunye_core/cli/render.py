@@ -232,8 +232,10 @@ def _timings_branch(tree: Tree, timings: Sequence[dict[str, Any]]) -> None:
 
 def version_text(record: Document) -> str:
     """The code version of what made the rows, said in Dagster's words: ``v3 (the asset's
-    code_version)``, or that the asset sets none."""
+    code_version)``, or that the asset sets none (an observation has none)."""
     maker = record["model"] or "step"
+    if maker == "observation":
+        return "none (an observation hashes a source's rows where they are stored)"
     if record["version"]:
         return f"{record['version']} (the {maker}'s code_version)"
     return f"not set (the {maker} has no code_version)"

@@ -1,0 +1,165 @@
+"""Where an observed source's rows are, and rows-v1 of them hashed there.
+
+A source is a Parquet file or folder (a local path or an fsspec URL such as ``s3://``), hashed
+with the kernel, or a table in a DuckDB or PostgreSQL warehouse, hashed in the database. Hashing
+never raises: a source that cannot be read is a step with its ``hash_error`` and no data hash.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from ubunye_core.materialisations.stored import read_stored
+from ubunye_core.records.model import StepRecord
+from ubunye_dagster.masking import mask_error
+from ubunye_dagster.storage.warehouse_tables import StoredSlice, hash_in_warehouse
+from ubunye_dagster.strict_fields import refuse_unknown_fields
+from ubunye_dagster.warehouse import Warehouse
+from ubunye_rows import fingerprint
+
+#: How an observation's step says where its data hash came from: the rows as they are stored.
+OBSERVED_BASIS = "recomputed"
+
+
+class MissingSourceError(ValueError):
+    """An observed source is known, when the definitions load, not to exist."""
+
+
+class _Source(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _known_fields_only(cls, data: Any) -> Any:
+        return refuse_unknown_fields(cls, data)
+
+    cron: str | None = Field(
+        default=None,
+        description="When the automation daemon observes the source (a cron schedule, UTC); "
+        "none: only when asked (a schedule, a sensor, the UI's Observe).",
+    )
+
+
+class ParquetSource(_Source):
+    """A Parquet file, or a folder of part files, at a local path or an fsspec URL."""
+
+    path: str = Field(description="The file or folder: a local path or a URL (s3://...).")
+    storage_options: dict[str, Any] = Field(
+        default_factory=dict, description="fsspec options for a URL (credentials, endpoint)."
+    )
+
+    @property
+    def kind(self) -> str:
+        return "parquet"
+
+    @property
+    def location(self) -> str:
+        return self.path
+
+    def refuse_missing(self, asset: str) -> None:
+        """MissingSourceError naming ``asset`` when its local path does not exist (a URL's
+        store is only asked when it is observed)."""
+        if "://" in self.path and not self.path.startswith("file://"):
+            return
+        local = Path(self.path.removeprefix("file://"))
+        if not local.exists():
+            raise MissingSourceError(
+                f"observed source {asset}: no Parquet file or folder at {local.resolve()}"
+            )
+
+    def hashed_step(self, name: str) -> StepRecord:
+        """rows-v1 of the rows stored at ``path`` as the output step ``name``."""
+        started = time.perf_counter()
+        try:
+            stored = read_stored(self.path, storage_options=self.storage_options)
+            fp = fingerprint(stored.view)
+        except Exception as error:  # whatever the store's client raises: credentials, endpoint
+            return _unhashed(name, self, mask_error(error))
+        return _hashed(name, self, fp, started)
+
+
+class TableSource(_Source):
+    """A table (or view) in a DuckDB or PostgreSQL warehouse."""
+
+    table: str = Field(description="The relation as the database names it: schema.table.")
+    warehouse: Warehouse = Field(description="The database holding it, and how to connect.")
+
+    @property
+    def kind(self) -> str:
+        return self.warehouse.kind
+
+    @property
+    def location(self) -> str:
+        return f"{self.warehouse.kind}:{self.table}"
+
+    def refuse_missing(self, asset: str) -> None:
+        """MissingSourceError naming ``asset`` when its DuckDB file does not exist (a table is
+        only looked up when it is observed: opening the file at load would contend with its
+        writers)."""
+        if self.warehouse.kind != "duckdb":
+            return
+        database = self.warehouse.connection.get_secret_value()
+        if database == ":memory:" or "://" in database or database.startswith("md:"):
+            return
+        if not Path(database).exists():
+            raise MissingSourceError(
+                f"observed source {asset}: no DuckDB database file at {Path(database).resolve()}"
+                f" (table {self.table})"
+            )
+
+    def hashed_step(self, name: str) -> StepRecord:
+        """rows-v1 of the table computed in its warehouse, as the output step ``name``."""
+        started = time.perf_counter()
+        stored = hash_in_warehouse(self.warehouse, StoredSlice(self.table))
+        if stored.fingerprint.data_hash is None:
+            return _unhashed(name, self, stored.fingerprint.error or "no data hash")
+        return _hashed(name, self, stored.fingerprint, started)
+
+
+#: Every kind of source: a Parquet path or a warehouse table.
+Source = ParquetSource | TableSource
+
+
+def as_source(value: Source | dict[str, Any]) -> Source:
+    """A source from itself or its settings (``path``: Parquet, ``table``: a warehouse table)."""
+    if isinstance(value, (ParquetSource, TableSource)):
+        return value
+    if not isinstance(value, dict):
+        raise TypeError(
+            f"a source is a ParquetSource, a TableSource or their settings, not "
+            f"{type(value).__name__}"
+        )
+    if "table" in value:
+        return TableSource.model_validate(value)
+    if "path" in value:
+        return ParquetSource.model_validate(value)
+    raise ValueError(
+        f"a source's settings name a 'path' (Parquet) or a 'table' (with its 'warehouse'); got "
+        f"{sorted(value)}"
+    )
+
+
+def _unhashed(name: str, source: Source, error: str) -> StepRecord:
+    return StepRecord(
+        name=name,
+        direction="output",
+        format=source.kind,
+        location=source.location,
+        hash_error=error,
+    )
+
+
+def _hashed(name: str, source: Source, fp: Any, started: float) -> StepRecord:
+    return StepRecord.from_fingerprint(
+        fp,
+        name=name,
+        direction="output",
+        format=source.kind,
+        location=source.location,
+        hash_seconds=round(time.perf_counter() - started, 6),
+        hash_basis=OBSERVED_BASIS,
+    )
