@@ -1,7 +1,7 @@
 """The example's dbt project (example_project/dbt_shop) copied into a test's folder, built by
 real dbt through ``@dbt_assets`` adopted in one line (shared by tests/test_dbt_*.py): on a DuckDB
-file there, or on a database of a temporary PostgreSQL cluster (the profile's ``postgres``
-target)."""
+file there, on a database of a temporary PostgreSQL cluster (the profile's ``postgres`` target),
+or through the Thrift server of the tests' SparkSession (the ``spark`` target)."""
 
 # No `from __future__ import annotations`: Dagster reads the asset function's annotations.
 
@@ -38,6 +38,8 @@ POSTGRES_ENV = {
     "password": "UBUNYE_DBT_SHOP_PG_PASSWORD",
     "dbname": "UBUNYE_DBT_SHOP_PG_DBNAME",
 }
+#: The profile's variable naming the port of the ``spark`` target's Thrift server.
+SPARK_PORT_ENV = "UBUNYE_DBT_SHOP_SPARK_PORT"
 MODELS = ("raw_customers", "raw_orders", "stg_orders", "customer_revenue")
 
 
@@ -153,6 +155,15 @@ def copy_shop_on_postgres(
     for field, variable in POSTGRES_ENV.items():
         value = dbname if field == "dbname" else getattr(cluster, field)
         monkeypatch.setenv(variable, str(value))
+    return shop
+
+
+def copy_shop_on_spark(root: Path, monkeypatch: pytest.MonkeyPatch, port: int) -> DbtShop:
+    """The example's dbt project copied under ``root``, built through the Spark Thrift server on
+    ``port`` (tests/local_spark.py) by the profile's ``spark`` target."""
+    shop = copy_shop(root, monkeypatch)
+    monkeypatch.setenv(TARGET_ENV, "spark")
+    monkeypatch.setenv(SPARK_PORT_ENV, str(port))
     return shop
 
 
