@@ -1,19 +1,33 @@
 """dbt on Spark: the example dbt project, unchanged but for its profile's target, built by real
 dbt-spark through the Thrift server of the tests' own SparkSession (dbt's tables are that
 session's, as a cluster's metastore is shared between dbt and Dagster on Databricks or EMR); every
-model and seed gets its receipt hashed by Spark, and the drift sensor judges them as on DuckDB."""
+model and seed gets its receipt hashed by Spark, the drift sensor judges them as on DuckDB, and
+each model shows in Dagster as dbt reports it done, while the build goes on."""
 
 from __future__ import annotations
 
+import runpy
+import threading
+import time
 from collections.abc import Iterator
 from importlib.metadata import version
+from pathlib import Path
+from types import SimpleNamespace
 
 import dagster as dg
 import pytest
-from dbt_shop import MODELS, assert_environment_names, copy_shop, copy_shop_on_spark
+from dbt_shop import (
+    MODELS,
+    assert_environment_names,
+    copy_shop,
+    copy_shop_on_postgres,
+    copy_shop_on_spark,
+)
 from local_spark import spark_thrift_server
+from postgres_cluster import postgres_available, postgres_cluster
 
 from ubunye_core.records.drift import INPUTS_CHANGED, SAME_INPUTS
+from ubunye_dagster import metadata as keys
 from ubunye_dagster.sensor import build_drift_sensor
 from ubunye_rows import fingerprint_arrow
 
@@ -22,6 +36,8 @@ pytest.importorskip("pyhive", reason="dbt-spark's Thrift method needs PyHive (ex
 
 pytestmark = pytest.mark.spark
 
+#: The script that regenerates docs/dbt.md's table of digests on each adapter.
+SCRIPT = Path(__file__).resolve().parent.parent / "scripts" / "dbt_adapter_digests.py"
 #: A model whose rows differ on every build from the same code, inputs and environment.
 LUCKY_DRAW = "select order_id, random() as draw from {{ ref('raw_orders') }}\n"
 
@@ -70,16 +86,62 @@ def test_the_digest_by_spark_is_the_kernels_on_the_rows_read_out(drawn_twice, sp
         assert recorded == fingerprint_arrow(spark.table(f"main.{asset}").toArrow()).data_hash
 
 
-def test_the_same_seeds_and_models_have_the_same_digests_on_duckdb(drawn_twice, tmp_path):
-    on_spark, _, runs = drawn_twice
-    with pytest.MonkeyPatch.context() as monkeypatch, dg.instance_for_test() as instance:
-        on_duckdb = copy_shop(tmp_path, monkeypatch)
-        duckdb_run = on_duckdb.materialise(instance)
+@pytest.fixture(scope="module")
+def digests_script() -> SimpleNamespace:
+    """scripts/dbt_adapter_digests.py's functions and constants, run as a module of its own."""
+    return SimpleNamespace(**runpy.run_path(str(SCRIPT), run_name="dbt_adapter_digests"))
+
+
+@pytest.fixture(scope="module")
+def on_duckdb(digests_script, tmp_path_factory) -> dict:
+    """Each seed's and model's output step of the same project built on DuckDB."""
+    with pytest.MonkeyPatch.context() as monkeypatch:
+        shop = copy_shop(tmp_path_factory.mktemp("dbt_duckdb"), monkeypatch)
+        return digests_script.built_outputs(shop)
+
+
+def outputs_on_spark(drawn_twice) -> dict:
+    """Each seed's and model's output step of the last build on Spark."""
+    shop, _, runs = drawn_twice
+    return {asset: shop.record(asset, runs[-1].run_id).outputs[-1] for asset in MODELS}
+
+
+def test_the_same_seeds_and_models_have_the_same_digests_on_duckdb(drawn_twice, on_duckdb):
+    on_spark = outputs_on_spark(drawn_twice)
     for asset in MODELS:
-        theirs = on_duckdb.record(asset, duckdb_run.run_id).outputs[-1]
-        ours = on_spark.record(asset, runs[-1].run_id).outputs[-1]
+        theirs, ours = on_duckdb[asset], on_spark[asset]
         assert theirs.format == "duckdb" and ours.format == "spark"
         assert (ours.data_hash, ours.schema_hash) == (theirs.data_hash, theirs.schema_hash), asset
+
+
+@pytest.fixture(scope="module")
+def digests_table(digests_script, drawn_twice, on_duckdb, tmp_path_factory) -> str:
+    """The docs' table of digests made from these builds and one on a temporary PostgreSQL."""
+    if not postgres_available():
+        pytest.skip("PostgreSQL's server binaries are not installed")
+    root = tmp_path_factory.mktemp("dbt_postgres")
+    with pytest.MonkeyPatch.context() as monkeypatch, postgres_cluster("admin") as cluster:
+        on_postgres = digests_script.built_outputs(
+            copy_shop_on_postgres(root, monkeypatch, cluster, "shop")
+        )
+    outputs = {"duckdb": on_duckdb, "postgres": on_postgres, "spark": outputs_on_spark(drawn_twice)}
+    return digests_script.digests_block(outputs)
+
+
+def test_the_docs_table_of_digests_on_each_adapter_matches_these_builds(
+    digests_script, digests_table
+):
+    text = digests_script.DOC.read_text(encoding="utf-8")
+    problems = digests_script.disagreements(text, {"digests": digests_table})
+    assert not problems, "run `python scripts/dbt_adapter_digests.py`:\n" + "".join(problems)
+
+
+def test_a_docs_table_saying_the_digests_differ_is_caught(digests_script, digests_table):
+    text = digests_script.DOC.read_text(encoding="utf-8")
+    wrong = text.replace("  yes\n", "  no\n", 1)
+    assert wrong != text
+    [problem] = digests_script.disagreements(wrong, {"digests": digests_table})
+    assert "docs/dbt.md digests" in problem
 
 
 def test_the_environment_names_dbt_spark_pyspark_and_pyhive(drawn_twice):
@@ -127,3 +189,36 @@ def test_a_changed_seed_on_spark_is_explained_by_its_input(seed_changed):
     for downstream in ("stg_orders", "customer_revenue"):
         assert verdicts[downstream].metadata["ubunye/reason"].value == INPUTS_CHANGED
     assert verdicts["raw_orders"].metadata["ubunye/verdict"].value == "explained"
+
+
+#: A model that takes a while, built after the others: the build is still going while it runs.
+SLOW_MODEL = (
+    "select count(*) as customers, max(pause.slept) as slept from {{ ref('customer_revenue') }}, "
+    "(select reflect('java.lang.Thread', 'sleep', cast(6000 as bigint)) as slept) as pause\n"
+)
+
+
+def _materialised(instance: dg.DagsterInstance, asset: str) -> list[dg.AssetMaterialization]:
+    records = instance.fetch_materializations(dg.AssetKey(asset), limit=5).records
+    return [record.asset_materialization for record in records]
+
+
+def test_each_model_shows_with_its_receipt_while_the_build_goes_on(
+    spark, thrift_port, tmp_path, monkeypatch
+):
+    shop = copy_shop_on_spark(tmp_path, monkeypatch, thrift_port)
+    shop.write("models/slow_count.sql", SLOW_MODEL)
+    with dg.instance_for_test() as instance:
+        build = threading.Thread(target=shop.materialise, args=(instance,))
+        build.start()
+        deadline = time.monotonic() + 300
+        while not _materialised(instance, "stg_orders") and time.monotonic() < deadline:
+            time.sleep(0.1)
+        seen = _materialised(instance, "stg_orders")
+        last_model_built = spark.catalog.tableExists("main.slow_count")
+        build.join(timeout=600)
+
+        assert seen, "stg_orders never showed as materialised"
+        assert keys.DATA_HASH in seen[0].metadata
+        assert not last_model_built, "stg_orders showed only once dbt had built its last model"
+        assert _materialised(instance, "slow_count"), "the build did not finish its last model"
