@@ -8,8 +8,8 @@ import dagster as dg
 import pandas as pd
 
 from ubunye_dagster import UbunyeIOManager, UbunyeResource, build_reproducibility_checks
-from ubunye_dagster.metadata import DATA_HASH, INPUTS, RECORD_PATH, SUMMARY
-from ubunye_dagster.summary import WIDTH_BUDGET
+from ubunye_dagster.drift.summary import WIDTH_BUDGET
+from ubunye_dagster.receipts.metadata import DATA_HASH, INPUTS, RECORD_PATH, SUMMARY
 
 ROWS = {"n": 3}
 

@@ -27,8 +27,7 @@ import pytest
 
 from ubunye_core.records.drift import INPUTS_CHANGED, INPUTS_UNKNOWN, SAME_INPUTS
 from ubunye_core.records.model import RunRecord, StepRecord
-from ubunye_dagster import metadata as keys
-from ubunye_dagster.sensor import (
+from ubunye_dagster.drift.sensor import (
     CHECK_NAME,
     DRIFT_TAG,
     NOTHING_NEW,
@@ -37,6 +36,7 @@ from ubunye_dagster.sensor import (
     build_reproducibility_checks,
     evidence_from_metadata,
 )
+from ubunye_dagster.receipts import metadata as keys
 
 CODE_V1 = "sha256:" + "1" * 64
 CODE_V2 = "sha256:" + "2" * 64

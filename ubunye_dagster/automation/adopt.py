@@ -16,9 +16,9 @@ from ubunye_dagster import dagster_internals as internals
 from ubunye_dagster.automation.conditions import reads_content
 from ubunye_dagster.automation.observe import RESOURCE_KEY, observed_source
 from ubunye_dagster.automation.sources import Source, as_source
-from ubunye_dagster.io_manager import UbunyeIOManager
-from ubunye_dagster.metadata import CODE_FOLDER
-from ubunye_dagster.wrapped_io_manager import ReceiptIOManager
+from ubunye_dagster.io.io_manager import UbunyeIOManager
+from ubunye_dagster.io.wrapped_io_manager import ReceiptIOManager
+from ubunye_dagster.receipts.metadata import CODE_FOLDER
 from ubunye_rows.evidence import code_hash
 
 

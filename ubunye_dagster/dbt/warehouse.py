@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from ubunye_core.records.model import StepRecord
-from ubunye_dagster.masking import mask_error
+from ubunye_dagster.receipts.masking import mask_error
 from ubunye_rows.hashing.digest import Fingerprint
 from ubunye_rows.sql import fingerprint_duckdb, fingerprint_postgres
 
