@@ -2,8 +2,8 @@
 
 Pure and engine neutral (no Dagster, no frame library): plain values or run records
 (``RunRecord``) in, a `Judgement` out. The drift sensor (`ubunye_dagster.drift.sensor`) reads
-receipts from the Dagster event log; `ubunye-dagster lineage compare` judges two run records with the same
-rules.
+receipts from the Dagster event log; `ubunye-dagster lineage compare` judges two run records
+with the same rules.
 """
 
 from __future__ import annotations
