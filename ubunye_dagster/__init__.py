@@ -19,14 +19,12 @@ from ubunye_dagster.checks.expectations import (
     ExpectationFailed,
     validate_declared_expectations,
 )
+from ubunye_dagster.drift.check_declaration import build_reproducibility_checks
+from ubunye_dagster.drift.check_spec import CHECK_NAME
 from ubunye_dagster.drift.hooks import DriftVerdict
 from ubunye_dagster.drift.notifiers import slack_notifier, webhook_notifier
-from ubunye_dagster.drift.sensor import (
-    CHECK_NAME,
-    DRIFT_TAG,
-    build_drift_sensor,
-    build_reproducibility_checks,
-)
+from ubunye_dagster.drift.run_tags import DRIFT_TAG
+from ubunye_dagster.drift.sensor import build_drift_sensor
 from ubunye_dagster.io.io_manager import UbunyeIOManager
 from ubunye_dagster.io.pipeline import UnverifiedReadError
 from ubunye_dagster.io.warehouse import Warehouse

@@ -21,8 +21,9 @@ from ubunye_dagster.adoption.error_records import with_error_records
 from ubunye_dagster.automation import adopt as automation_adoption
 from ubunye_dagster.automation.sources import Source
 from ubunye_dagster.checks.expectation_checks import build_expectation_checks
+from ubunye_dagster.drift.check_declaration import build_reproducibility_checks
 from ubunye_dagster.drift.hooks import DEFAULT_HOOK_TIMEOUT_SECONDS, DriftHook, resolve_drift_hook
-from ubunye_dagster.drift.sensor import build_drift_sensor, build_reproducibility_checks
+from ubunye_dagster.drift.sensor import build_drift_sensor
 from ubunye_dagster.io.io_manager import UbunyeIOManager
 from ubunye_dagster.receipts.failed_steps import build_failed_steps_sensor
 from ubunye_dagster.resource import UbunyeResource

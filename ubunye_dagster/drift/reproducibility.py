@@ -22,12 +22,12 @@ import dagster as dg
 from ubunye_core.locations import StoreAccess
 from ubunye_core.records import drift
 from ubunye_dagster import dagster_internals as internals
+from ubunye_dagster.drift.check_spec import CHECK_NAME, check_evaluation_for, check_settings_of
 from ubunye_dagster.drift.previous_materialisation import (
     Finding,
     evidence_from_metadata,
     judge_before_storage,
 )
-from ubunye_dagster.drift.sensor import CHECK_NAME, check_evaluation_for, check_settings_of
 
 #: The planned checks of this process's latest runs, by run id (a run's steps run in one process
 #: in-process, each in its own under the multiprocess executor).

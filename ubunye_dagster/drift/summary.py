@@ -63,8 +63,13 @@ def short_digest(digest: str | None) -> str:
     return f"`{head}{hex_part[:SHORT_DIGEST]}…`" if len(hex_part) > SHORT_DIGEST else f"`{digest}`"
 
 
-def headline(judgement: drift.Judgement, previous_run_id: str | None) -> str:
-    """The verdict line: same rows or changed, and the judgement's own reason."""
+def headline(
+    judgement: drift.Judgement,
+    previous_run_id: str | None,
+    flag_reasons: Sequence[str] = drift.DEFAULT_FLAG_REASONS,
+) -> str:
+    """The verdict line: same rows or changed, and the judgement's own reason (drift when its
+    reason is one of ``flag_reasons``)."""
     # A no-break space keeps "(run <id>)" on one line when the line is broken.
     against = f" (run\u00a0`{previous_run_id[:8]}`)" if previous_run_id else ""
     if judgement.verdict is drift.JudgementVerdict.UNCHANGED:
@@ -73,7 +78,7 @@ def headline(judgement: drift.Judgement, previous_run_id: str | None) -> str:
         return f"**Not compared**: {judgement.reason}."
     return (
         f"**Rows changed** since the previous materialisation{against}: "
-        f"{judgement.outcome(drift.DEFAULT_FLAG_REASONS)}."
+        f"{judgement.outcome(tuple(flag_reasons))}."
     )
 
 
@@ -170,8 +175,10 @@ def receipt_summary(
     input_asset_keys: Mapping[str, str | None],
     judgement: drift.Judgement,
     previous_run_id: str | None,
+    flag_reasons: Sequence[str] = drift.DEFAULT_FLAG_REASONS,
 ) -> dg.MetadataValue:
-    """The ``ubunye/summary`` Markdown of one materialisation."""
+    """The ``ubunye/summary`` Markdown of one materialisation (drift when the judgement's reason
+    is one of ``flag_reasons``)."""
     rows = f"{output.row_count:,} rows" if output.row_count is not None else "rows not counted"
     data = (
         f"{rows}, digest {short_digest(output.data_hash)}"
@@ -180,7 +187,8 @@ def receipt_summary(
     )
     inputs = list(record.inputs)
     while True:
-        blocks = [headline(judgement, previous_run_id), f"Output: {data}."]
+        blocks = [headline(judgement, previous_run_id, flag_reasons), f"Output: {data}."]
+
         blocks += inputs_blocks(inputs, input_asset_keys)
         left_out = len(record.inputs) - len(inputs)
         if left_out:
@@ -198,6 +206,7 @@ def judged(
     partition_key: str | None,
     record: RunRecord,
     output_name: str,
+    settings: DriftSettings,
 ) -> tuple[drift.Judgement, str | None]:
     """This materialisation's record judged against the previous materialisation of the asset
     and partition in the event log; a judgement that says why when it cannot be made."""
@@ -208,7 +217,7 @@ def judged(
     partition = str(partition_key) if partition_key is not None else None
     try:
         finding = judge_before_storage(
-            instance, asset_key, partition, current, DriftSettings(), record.run_id
+            instance, asset_key, partition, current, settings, record.run_id
         )
         return finding.judgement, finding.previous_run_id
     except Exception as error:  # shown in the entry: a summary never fails the write
@@ -225,14 +234,18 @@ def summary_metadata(
     *,
     record_path: str,
     input_asset_keys: Mapping[str, str | None],
+    settings: DriftSettings,
     finding: Finding | None = None,
 ) -> dict[str, dg.MetadataValue]:
     """``{"ubunye/summary": <Markdown>}`` for one asset materialisation, showing ``finding`` when
-    its step judged it already (the event log is not read again), else judged here."""
+    its step judged it already (the event log is not read again), else judged here with the
+    asset's drift ``settings`` (its flag reasons also word the verdict)."""
     if finding is not None:
         judgement, previous_run_id = finding.judgement, finding.previous_run_id
     else:
-        judgement, previous_run_id = judged(instance, asset_key, partition_key, record, output.name)
+        judgement, previous_run_id = judged(
+            instance, asset_key, partition_key, record, output.name, settings
+        )
     summary = receipt_summary(
         record,
         output,
@@ -240,5 +253,6 @@ def summary_metadata(
         input_asset_keys=input_asset_keys,
         judgement=judgement,
         previous_run_id=previous_run_id,
+        flag_reasons=settings.flag_reasons,
     )
     return {SUMMARY: summary}

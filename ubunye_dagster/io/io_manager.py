@@ -19,6 +19,7 @@ from ubunye_dagster.io.pipeline import UnverifiedReadError as UnverifiedReadErro
 from ubunye_dagster.io.storage.base import Storage
 from ubunye_dagster.io.storage.delta import DeltaStorage
 from ubunye_dagster.io.storage.files import FileStorage
+from ubunye_dagster.io.write_observers import receipt_observers
 from ubunye_dagster.resource import UbunyeResource
 from ubunye_dagster.strict_fields import refuse_unknown_fields
 
@@ -84,7 +85,7 @@ class UbunyeIOManager(dg.ConfigurableIOManager):
         """The receipt pipeline around this IO manager's storage."""
         # Records are read back with the record store's options, else the data's.
         access = StoreAccess(storage_options=self.resource.storage_options or self.storage_options)
-        return ReceiptPipeline(self.resource, self.storage(), access)
+        return ReceiptPipeline(self.resource, self.storage(), receipt_observers(), access)
 
     def handle_output(self, context: dg.OutputContext, obj: Any) -> None:
         """Stage, hash, check, then atomically write ``obj``, save the asset's record (an

@@ -26,6 +26,7 @@ from ubunye_dagster.io.warehouse import (
     duckdb_warehouse,
     is_duckdb_io_manager,
 )
+from ubunye_dagster.io.write_observers import receipt_observers
 from ubunye_dagster.resource import UbunyeResource
 
 
@@ -46,7 +47,8 @@ class ReceiptIOManager(dg.IOManager):
         (default: its class name); with ``warehouse``, its tables are hashed there."""
         name = name or type(inner).__name__
         storage = InnerIOManagerStorage(inner, name, spark_resource_key, warehouse)
-        self.pipeline = ReceiptPipeline(ubunye if ubunye is not None else UbunyeResource(), storage)
+        resource = ubunye if ubunye is not None else UbunyeResource()
+        self.pipeline = ReceiptPipeline(resource, storage, receipt_observers())
 
     def handle_output(self, context: dg.OutputContext, obj: Any) -> None:
         """Hash and check ``obj``, hand it to the inner IO manager, and record its receipt."""

@@ -12,6 +12,8 @@ from typing import Any
 import dagster as dg
 
 from ubunye_core.records.model import RunRecord, StepRecord
+from ubunye_dagster import dagster_internals as internals
+from ubunye_dagster.drift.check_spec import configured_settings
 from ubunye_dagster.drift.summary import summary_metadata
 from ubunye_dagster.receipts.metadata import output_metadata
 from ubunye_dagster.receipts.records import RecordPlace, close_record
@@ -114,6 +116,7 @@ def receipt_metadata(
     summary = summary_metadata(
         context.instance, asset_key, partition_key, record, output,
         record_path=path, input_asset_keys=keys,
+        settings=configured_settings(internals.step_context_of(context), asset_key),
     )  # fmt: skip
     entries = output_metadata(
         record, output, record_path=path, input_asset_keys=keys,

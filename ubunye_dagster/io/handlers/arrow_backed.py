@@ -18,12 +18,12 @@ from ubunye_core.materialisations.stored import (
     WRITER_KEY,
     read_stored,
 )
-from ubunye_dagster.checks.expectations import ArrowRuleCounter, RuleCounter
 from ubunye_dagster.io.handlers import arrow_files
 from ubunye_dagster.io.handlers.base import (
     FrameHandler,
     LoadedFrame,
     RowsOf,
+    RowsView,
     StagedWrite,
     TableSlice,
     type_is,
@@ -65,13 +65,13 @@ class ArrowRows:
             table = arrow_files.without_index_columns(self.table)
         return arrow_schema_pairs(table)
 
-    def rule_counter(self) -> RuleCounter:
+    def rows_view(self) -> RowsView:
         table = arrow_files.without_index_columns(self.table)
         try:
             kinds = dict(self.schema_pairs())
         except Exception:  # a column type rows-v1 has no name for: Arrow's own name
             kinds = {field.name: str(field.type) for field in table.schema}
-        return ArrowRuleCounter(table, kinds)
+        return RowsView("arrow", table, kinds)
 
 
 class ArrowStagedWrite(RowsOf, StagedWrite):

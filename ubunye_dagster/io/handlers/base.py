@@ -4,8 +4,9 @@ Every handler gets the same :class:`TableSlice`, as Dagster's ``DbIOManager`` ty
 where the rows are kept and which partition of them, never the IO manager's own layout.
 
 A write is staged first (converted, or for Spark written to a temporary folder), hashed and
-checked against the asset's expectations, and only then committed into place, so a write that
-fails or is refused leaves the previous materialisation as it was.
+passed by the pipeline's gate (the asset's expectations read its :class:`RowsView`), and only
+then committed into place, so a write that fails or is refused leaves the previous
+materialisation as it was.
 """
 
 from __future__ import annotations
@@ -15,9 +16,8 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Literal
 
-from ubunye_dagster.checks.expectations import RuleCounter
 from ubunye_rows.hashing.digest import Fingerprint
 
 
@@ -45,6 +45,17 @@ class TableSlice:
     #: The asset's ``partition_expr`` metadata: the column (or, per dimension, the columns)
     #: holding the partition key, for a storage that selects a partition's rows by value.
     partition_expr: Any = None
+
+
+@dataclass(frozen=True)
+class RowsView:
+    """The rows a write holds, as a rule reads them: an Arrow table or a Spark DataFrame, each
+    column's rows-v1 type (Arrow's own name where rows-v1 has none), and the count if known."""
+
+    engine: Literal["arrow", "spark"]
+    rows: Any
+    column_kinds: Mapping[str, str]
+    total: int | None = None
 
 
 @dataclass
@@ -87,8 +98,8 @@ class StagedWrite(ABC):
         """``(column, canonical type)`` pairs of the rows, in the frame's order."""
 
     @abstractmethod
-    def rule_counter(self) -> RuleCounter:
-        """Counts the expectation rules need, over the rows to be written."""
+    def rows_view(self) -> RowsView:
+        """The rows to be written, as the asset's rules read them."""
 
     @abstractmethod
     def commit(self, notes: Mapping[str, str]) -> None:
@@ -109,7 +120,7 @@ class StagedWrite(ABC):
 
 
 class RowsOf:
-    """A staged write whose rows' hash, schema and rule counts are those of ``self.rows``."""
+    """A staged write whose rows' hash, schema and view are those of ``self.rows``."""
 
     rows: Any
 
@@ -119,8 +130,8 @@ class RowsOf:
     def schema_pairs(self) -> list[tuple[str, str]]:
         return self.rows.schema_pairs()
 
-    def rule_counter(self) -> RuleCounter:
-        return self.rows.rule_counter()
+    def rows_view(self) -> RowsView:
+        return self.rows.rows_view()
 
 
 @dataclass

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager, suppress
 from typing import Any
 
@@ -23,12 +23,12 @@ from ubunye_core.materialisations.stored import (
 )
 from ubunye_core.paths import is_local
 from ubunye_dagster import dagster_internals as internals
-from ubunye_dagster.checks.expectations import RuleCounter
 from ubunye_dagster.io.handlers import arrow_files
 from ubunye_dagster.io.handlers.base import (
     FrameHandler,
     LoadedFrame,
     RowsOf,
+    RowsView,
     StagedWrite,
     TableSlice,
     type_is,
@@ -76,68 +76,8 @@ def session_for(context: Any, resource_key: str | None) -> Any:
     return SparkSession.builder.getOrCreate()
 
 
-class SparkRuleCounter:
-    """Rule counts as Spark aggregations over the written files."""
-
-    def __init__(self, df: Any, column_kinds: Mapping[str, str], total: int | None = None):
-        self._df = df
-        self._kinds = dict(column_kinds)
-        self._total = total
-
-    def total(self) -> int:
-        if self._total is None:
-            self._total = int(self._df.count())
-        return self._total
-
-    def column_kinds(self) -> Mapping[str, str]:
-        return self._kinds
-
-    def _missing(self, column: str) -> Any:
-        from pyspark.sql import functions as F
-
-        col = F.col(f"`{column}`")
-        if self._kinds.get(column, "").startswith("float"):
-            return col.isNull() | F.isnan(col)
-        return col.isNull()
-
-    def _count(self, condition: Any) -> int:
-        from pyspark.sql import functions as F
-
-        row = self._df.agg(F.sum(F.when(condition, 1).otherwise(0)).alias("n")).first()
-        return int(row["n"] or 0)
-
-    def count_missing(self, column: str) -> int:
-        return self._count(self._missing(column))
-
-    def count_outside(self, column: str, low: float | None, high: float | None) -> int:
-        from pyspark.sql import functions as F
-
-        col = F.col(f"`{column}`")
-        parts = []
-        if low is not None:
-            parts.append(col < F.lit(low))
-        if high is not None:
-            parts.append(col > F.lit(high))
-        outside = parts[0] if len(parts) == 1 else parts[0] | parts[1]
-        # Spark orders NaN above every number; NaN is missing, not out of range.
-        return self._count(outside & ~self._missing(column))
-
-    def count_not_in(self, column: str, values: Sequence[Any]) -> int:
-        from pyspark.sql import functions as F
-
-        col = F.col(f"`{column}`")
-        return self._count(~col.isin(list(values)) & ~self._missing(column))
-
-    def count_duplicated(self, columns: Sequence[str]) -> int:
-        from pyspark.sql import functions as F
-
-        groups = self._df.groupBy(*[F.col(f"`{name}`") for name in columns]).count()
-        row = groups.filter(F.col("count") > 1).agg(F.sum("count").alias("n")).first()
-        return int(row["n"] or 0)
-
-
 class SparkRows:
-    """A Spark DataFrame's rows for the receipt: hashed once, their schema, their rule counts."""
+    """A Spark DataFrame's rows for the receipt: hashed once, their schema, their view."""
 
     def __init__(self, df: Any):
         self.df = df
@@ -151,10 +91,10 @@ class SparkRows:
     def schema_pairs(self) -> list[tuple[str, str]]:
         return spark_schema_pairs(self.df)
 
-    def rule_counter(self) -> RuleCounter:
+    def rows_view(self) -> RowsView:
         # The hash already counted the rows: no second Spark job for the total.
         total = self._fingerprint.row_count if self._fingerprint is not None else None
-        return SparkRuleCounter(self.df, dict(self.schema_pairs()), total)
+        return RowsView("spark", self.df, dict(self.schema_pairs()), total)
 
 
 class SparkStagedWrite(RowsOf, StagedWrite):

@@ -1,7 +1,8 @@
 """The one receipt pipeline every Ubunye IO manager runs, whatever storage keeps the rows.
 
-A write: stage with the storage's handler, hash where the rows are staged, check the asset's
-expectations, commit (or discard), close the record, give the receipt as metadata. A read: each
+A write: stage with the storage's handler, hash where the rows are staged, pass the gate given
+to the pipeline, commit (or discard), close the record, give the receipt as metadata with the
+judge's verdict. A read: each
 part the storage loads, proven by its stored bytes or hashed, and verified against the digest
 recorded when it was written.
 """
@@ -13,6 +14,7 @@ from typing import Any
 import dagster as dg
 
 from ubunye_core.locations import StoreAccess
+from ubunye_dagster.io.pipeline.observers import WriteObservers
 from ubunye_dagster.io.pipeline.reads import InputRead, UnverifiedReadError
 from ubunye_dagster.io.pipeline.writes import NoOutputError, write_output
 from ubunye_dagster.io.storage.base import Storage
@@ -20,23 +22,29 @@ from ubunye_dagster.receipts.early_failures import record_early_failures
 from ubunye_dagster.receipts.session import close_run, open_session, save_running_records
 from ubunye_dagster.resource import UbunyeResource
 
-__all__ = ["NoOutputError", "ReceiptPipeline", "UnverifiedReadError"]
+__all__ = ["NoOutputError", "ReceiptPipeline", "UnverifiedReadError", "WriteObservers"]
 
 
 class ReceiptPipeline:
-    """Receipts for every write to and read from ``storage``, recorded as ``resource`` says;
-    records are read back through ``access`` (the store's options; the resource's by default)."""
+    """Receipts for every write to and read from ``storage``, recorded as ``resource`` says,
+    each write seen by ``observers``; records are read back through ``access`` (the store's
+    options; the resource's by default)."""
 
     def __init__(
-        self, resource: UbunyeResource, storage: Storage, access: StoreAccess | None = None
+        self,
+        resource: UbunyeResource,
+        storage: Storage,
+        observers: WriteObservers,
+        access: StoreAccess | None = None,
     ):
         self.resource = resource
         self.storage = storage
+        self.observers = observers
         self.access = access or StoreAccess(storage_options=resource.storage_options)
 
     def handle_output(self, context: dg.OutputContext, obj: Any) -> None:
         """Write ``obj`` with its receipt (see ``pipeline.writes.write_output``)."""
-        write_output(self.resource, self.storage, context, obj, self.access)
+        write_output(self.resource, self.storage, context, obj, self.access, self.observers)
 
     def load_input(self, context: dg.InputContext) -> Any:
         """Load the stored frame(s) as the annotated type (else the written type), hashing and

@@ -1,5 +1,6 @@
-"""One output's write through a storage: staged, hashed where the rows are, checked, committed
-(or discarded), its record closed and the receipt given as the materialisation's metadata."""
+"""One output's write through a storage: staged, hashed where the rows are, passed by the gate,
+committed (or discarded), its record closed, the receipt judged and given as the
+materialisation's metadata."""
 
 from __future__ import annotations
 
@@ -15,22 +16,14 @@ from ubunye_core.locations import StoreAccess
 from ubunye_core.materialisations.stored import DATA_HASH_KEY, SCHEMA_HASH_KEY, WRITER_KEY
 from ubunye_core.records.model import StepRecord
 from ubunye_dagster import dagster_internals as internals
-from ubunye_dagster.checks.expectation_checks import evaluation_metadata
-from ubunye_dagster.checks.expectations import (
-    ExpectationFailed,
-    Rule,
-    broken_fail_rules,
-    check_rules,
-    parse_rules,
-)
-from ubunye_dagster.drift.reproducibility import StepVerdict, judge_in_step, report_reproducibility
-from ubunye_dagster.drift.summary import summary_metadata
 from ubunye_dagster.io.handlers import FrameHandler, handler_for_object
 from ubunye_dagster.io.handlers.base import PARTITION_EXPR, StagedWrite
+from ubunye_dagster.io.pipeline.observers import WriteObservers
 from ubunye_dagster.io.storage.base import Part, Storage
 from ubunye_dagster.receipts import subjects
-from ubunye_dagster.receipts.metadata import EXPECTATIONS, output_metadata
+from ubunye_dagster.receipts.metadata import output_metadata
 from ubunye_dagster.receipts.records import OpenRecord, close_record
+from ubunye_dagster.receipts.saved import Judged, SavedReceipt
 from ubunye_dagster.receipts.session import LoadedInput, StepSession, asset_record, open_session
 from ubunye_dagster.resource import UbunyeResource
 from ubunye_rows.hashing import Fingerprint
@@ -55,32 +48,31 @@ def write_output(
     context: dg.OutputContext,
     obj: Any,
     access: StoreAccess,
+    observers: WriteObservers,
 ) -> None:
-    """Stage, hash, check, then atomically write ``obj``, save the asset's record (an ``error``
-    record, and a failed step, when any of it fails, ``None`` included) and give its
-    ``ubunye_reproducible`` verdict (records read through ``access``) when the run evaluates
-    that check."""
+    """Stage, hash, pass the gate, then atomically write ``obj``, save the asset's record (an
+    ``error`` record, and a failed step, when any of it fails, ``None`` included), and give the
+    receipt as metadata with the judge's verdict (records read through ``access``)."""
     session = open_session(context.step_context)
     with session.lock:
         transform = session.transform_timing(context.op_def.name)
         target = output_target(resource, context, session)
-        rules = parse_rules(context.definition_metadata.get(EXPECTATIONS))
-        write = Write(target.step_name, rules)
+        write = Write(target.step_name)
         try:
-            write.stage_and_check(storage, obj, target.part, context)
+            write.stage_and_check(storage, obj, target.part, context, observers)
             write.commit()
         except BaseException as exc:
             write.discard()
             target.record_failure(session, write, transform, exc)
-            if isinstance(exc, ExpectationFailed) and context.has_asset_key:
-                report_refused_write(context, exc)
+            if observers.gate is not None:
+                observers.gate.refused(context, exc)
             raise
         record_path, keys = target.record_success(session, write, transform)
     write.log_broken_warnings(context)
     write.log_stored_hash_error(context)
-    verdict = add_metadata(context, target, write, record_path, keys, access)
-    if verdict is not None:
-        report_reproducibility(context, verdict)
+    judged = add_metadata(context, target, write, record_path, keys, access, observers)
+    if judged is not None:
+        judged.report()
 
 
 def output_target(
@@ -117,10 +109,10 @@ def add_metadata(
     record_path: str,
     input_asset_keys: dict[str, str | None],
     access: StoreAccess,
-) -> StepVerdict | None:
-    """The receipt as the materialisation's metadata, and its digest as the data version;
-    returns the step's ``ubunye_reproducible`` verdict, shown in the summary, when the run
-    evaluates that check."""
+    observers: WriteObservers,
+) -> Judged | None:
+    """The receipt as the materialisation's metadata (the judge's first), and its digest as the
+    data version; returns the judgement, whose report follows the metadata."""
     try:
         pairs = write.staged.schema_pairs()
     except Exception:  # a type rows-v1 has no name for; the hash error already says so
@@ -135,22 +127,18 @@ def add_metadata(
         partition_key=partition_key,
         expectation_results=write.results,
     )
-    verdict = None
-    if context.has_asset_key:  # the summary first: the entry people read
-        verdict = judge_in_step(context, partition_key, metadata, access)
-        metadata = {
-            **summary_metadata(
-                internals.instance_of(context.step_context),
-                context.asset_key,
-                partition_key,
-                target.open_record.record,
-                write.output_step(),
-                record_path=record_path,
-                input_asset_keys=input_asset_keys,
-                finding=verdict.finding if verdict is not None else None,
-            ),
-            **metadata,
-        }
+    judged = None
+    if context.has_asset_key and observers.judge is not None:
+        saved = SavedReceipt(
+            partition_key=partition_key,
+            record=target.open_record.record,
+            output=write.output_step(),
+            record_path=record_path,
+            input_asset_keys=input_asset_keys,
+            metadata=metadata,
+        )
+        judged = observers.judge.judge(context, saved, access)
+        metadata = {**judged.metadata, **metadata}  # the judge's first: the entry people read
     # Keys the storage already stated (a wrapped IO manager's row count) keep its value.
     logged = context.get_logged_metadata()
     context.add_output_metadata({k: v for k, v in metadata.items() if k not in logged})
@@ -158,7 +146,7 @@ def add_metadata(
         # The materialisation's data version is its content: identical rows keep
         # downstream assets fresh, changed rows make them stale.
         internals.set_data_version(context.step_context, context.asset_key, write.fp.data_hash)
-    return verdict
+    return judged
 
 
 @dataclass
@@ -207,13 +195,12 @@ class Target:
 
 
 class Write:
-    """One output's write: staged, hashed, checked against its rules, then committed (or
-    discarded, leaving the previous data in place)."""
+    """One output's write: staged, hashed, passed by the gate, then committed (or discarded,
+    leaving the previous data in place)."""
 
-    def __init__(self, step_name: str, rules: list[Rule]):
+    def __init__(self, step_name: str):
         self.handler: FrameHandler | None = None
         self.step_name = step_name
-        self.rules = rules
         self.staged: StagedWrite | None = None
         self.fp: Fingerprint | None = None
         self.hash_seconds = 0.0
@@ -221,22 +208,28 @@ class Write:
         self._output_step: StepRecord | None = None
 
     def stage_and_check(
-        self, storage: Storage, obj: Any, part: Part, context: dg.OutputContext
+        self,
+        storage: Storage,
+        obj: Any,
+        part: Part,
+        context: dg.OutputContext,
+        observers: WriteObservers,
     ) -> None:
         """Stage ``obj`` as ``part`` with the storage's handler for its type, hash it where it
-        is staged and check the rules (NoOutputError for None, TypeError for an object no
-        handler stores, ExpectationFailed when a rule of severity ``fail`` is broken)."""
+        is staged and pass it through the gate (NoOutputError for None, TypeError for an object
+        no handler stores, the gate's refusal)."""
         if obj is None:
             raise NoOutputError(self.step_name)
         self.handler = handler_for_object(storage.handlers(), obj)
         self.staged = self.handler.stage(obj, storage.slice_of(part, self.handler), context)
         if not self.staged.hashed_after_commit:
             self.hash_with(self.staged.fingerprint)
-        if self.rules:
-            self.results = check_rules(self.rules, self.staged.rule_counter(), self.step_name)
-        broken = broken_fail_rules(self.results)
-        if broken:
-            raise ExpectationFailed(self.step_name, broken)
+        gate = observers.gate
+        if gate is not None:
+            self.results = gate.check(context, self.staged.rows_view, self.step_name)
+            refusal = gate.refusal(self.step_name, self.results)
+            if refusal is not None:
+                raise refusal
 
     def hash_with(self, fingerprint: Callable[[], Fingerprint]) -> None:
         """The write's rows-v1 from ``fingerprint``, timed."""
@@ -308,21 +301,3 @@ class Write:
                     f"{self.step_name}: expectation {entry['rule']} ({entry['kind']}) broken by "
                     f"{entry['failed']} of {entry['total']} rows (severity warn)"
                 )
-
-
-def report_refused_write(context: dg.OutputContext, refusal: ExpectationFailed) -> None:
-    """The broken ``fail`` rules as failed blocking checks: the step fails, so the checks' own
-    step never runs to report them (see ``expectation_checks``)."""
-    evaluations = [
-        dg.AssetCheckEvaluation(
-            asset_key=context.asset_key,
-            check_name=entry["rule"],
-            passed=False,
-            metadata=evaluation_metadata(entry),
-            severity=dg.AssetCheckSeverity.ERROR,
-            blocking=True,
-            description="broken: the write was refused and the previous data stays in place",
-        )
-        for entry in refusal.broken
-    ]
-    internals.report_check_evaluations(context.step_context, evaluations)

@@ -42,7 +42,7 @@ def stated_location(metadata: Mapping[str, Any], kind: str | None = None) -> str
 
 def rows_in_memory(handler: FrameHandler, obj: Any) -> Any:
     """A frame's rows as the hash and the rules see them (``fingerprint``, ``schema_pairs``,
-    ``rule_counter``), without storing anything."""
+    ``rows_view``), without storing anything."""
     if isinstance(handler, ArrowBackedHandler):
         return ArrowRows(handler.to_arrow(obj), handler.kind)
     return SparkRows(obj)  # Spark: the DataFrame itself, hashed and counted where it lives
