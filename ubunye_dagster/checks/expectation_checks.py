@@ -25,6 +25,7 @@ import dagster as dg
 from ubunye_dagster import dagster_internals as internals
 from ubunye_dagster.checks.expectations import ExpectationError, Rule, parse_rules
 from ubunye_dagster.receipts import metadata as metadata_keys
+from ubunye_dagster.receipts.materialisations import metadata_values, newest_materialisation
 
 _CHECK_NAME = re.compile(r"^[A-Za-z0-9_]+$")
 
@@ -81,15 +82,10 @@ def _latest_results(
     partition, for a partitioned asset: an unpartitioned one may run in a partitioned run)."""
     op_context = context.op_execution_context
     partition = op_context.partition_key if partitioned and op_context.has_partition_key else None
-    records = context.instance.fetch_materializations(
-        dg.AssetRecordsFilter(asset_key=key, asset_partitions=[partition] if partition else None),
-        limit=1,
-    ).records
-    if not records:
+    latest = newest_materialisation(context.instance, key, partition)
+    if latest is None:
         return None, []
-    event = records[0].event_log_entry
-    value = event.asset_materialization.metadata.get(metadata_keys.EXPECTATION_RESULTS)
-    return event.run_id, list(getattr(value, "value", None) or [])
+    return latest.run_id, list(metadata_values(latest).get(metadata_keys.EXPECTATION_RESULTS) or [])
 
 
 def _result(

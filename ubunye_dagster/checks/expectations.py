@@ -25,7 +25,7 @@ from typing import Any, Literal, Protocol
 from pydantic import BaseModel, ConfigDict, ValidationError, field_validator, model_validator
 
 from ubunye_dagster.receipts.metadata import EXPECTATIONS as EXPECTATIONS_KEY
-from ubunye_dagster.receipts.metadata import definition_metadata
+from ubunye_dagster.receipts.metadata import definition_metadata, plain
 
 RULE_KINDS = ("not_null", "unique", "between", "one_of", "row_count")
 
@@ -147,7 +147,7 @@ def parse_rules(declared: Any, *, where: str = EXPECTATIONS_KEY) -> list[Rule]:
     """Rules from asset metadata (a list of mappings, possibly wrapped in a JSON metadata value)."""
     if declared is None:
         return []
-    declared = getattr(declared, "value", declared)  # a dg.MetadataValue.json(...) wrapper
+    declared = plain(declared)  # a dg.MetadataValue.json(...) wrapper
     if (
         isinstance(declared, Mapping)
         or not isinstance(declared, Sequence)

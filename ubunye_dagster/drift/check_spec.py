@@ -23,6 +23,7 @@ from ubunye_dagster.drift.previous_materialisation import (
 from ubunye_dagster.drift.settings import DriftSettings
 from ubunye_dagster.drift.wording import finding_description
 from ubunye_dagster.receipts import metadata as metadata_keys
+from ubunye_dagster.receipts.metadata import plain
 
 #: Name of the asset check the sensor reports on every watched asset.
 CHECK_NAME = "ubunye_reproducible"
@@ -113,7 +114,7 @@ def check_settings_of(spec: dg.AssetCheckSpec) -> DriftSettings | None:
     """How a `ubunye_reproducible` check declared by `build_reproducibility_checks` judges its
     asset (from the spec's metadata); None for a check declared otherwise."""
     value = (spec.metadata or {}).get(CHECK_SETTINGS)
-    found = getattr(value, "value", value)
+    found = plain(value)
     if spec.key.name != CHECK_NAME or not isinstance(found, Mapping):
         return None
     key = spec.asset_key.to_user_string()

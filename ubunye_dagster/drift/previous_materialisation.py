@@ -17,6 +17,11 @@ from ubunye_core.records.model import RunRecord
 from ubunye_dagster.dagster_internals import CODE_VERSION_TAG, INPUT_DATA_VERSION_TAG_PREFIX
 from ubunye_dagster.drift.settings import DriftSettings
 from ubunye_dagster.receipts import metadata as metadata_keys
+from ubunye_dagster.receipts.materialisations import (
+    metadata_values,
+    newest_materialisation,
+    tags_of,
+)
 
 
 class Finding(BaseModel):
@@ -52,7 +57,7 @@ def judge_before_storage(
     notes: list[str] = []
     records_cache: dict[str, RunRecord | None] = {}
     receipt = filled_receipt(receipt, settings, records_cache, notes)
-    previous = previous_record(instance, key, partition, None)
+    previous = newest_materialisation(instance, key, partition)
     previous_receipt = receipt_of(previous, settings, records_cache, notes)
     where = (None, run_id, time.time())
     return finding_against(
@@ -91,40 +96,6 @@ def finding_against(
         ),
         notes=tuple(dict.fromkeys(notes)),
     )
-
-
-def previous_record(
-    instance: dg.DagsterInstance,
-    key: dg.AssetKey,
-    partition: str | None,
-    before_storage_id: int | None,
-) -> dg.EventLogRecord | None:
-    """The newest materialisation of the same asset and partition before the storage id (the
-    newest of all when it is None)."""
-    cursor: str | None = None
-    # The newest record first, alone: an unpartitioned asset's previous materialisation is
-    # nearly always it, and every record fetched is deserialised. Pages of 20 after that.
-    limit = 1
-    while True:
-        result = instance.fetch_materializations(
-            dg.AssetRecordsFilter(
-                asset_key=key,
-                asset_partitions=[partition] if partition is not None else None,
-                before_storage_id=before_storage_id,
-            ),
-            limit=limit,
-            cursor=cursor,
-            ascending=False,
-        )
-        limit = 20
-        for record in result.records:
-            # Without a partition filter the query spans partitions; an unpartitioned receipt
-            # is only ever compared with another unpartitioned one.
-            if record.partition_key == partition:
-                return record
-        if not result.has_more or partition is not None:
-            return None
-        cursor = result.cursor
 
 
 def receipt_of(
@@ -205,20 +176,6 @@ def upstream_versions_from_tags(tags: Mapping[str, str]) -> dict[str, str] | Non
         return None
     prefix = INPUT_DATA_VERSION_TAG_PREFIX + "/"
     return {name[len(prefix) :]: value for name, value in tags.items() if name.startswith(prefix)}
-
-
-def metadata_values(record: dg.EventLogRecord) -> dict[str, Any]:
-    """The record's materialisation metadata unwrapped to plain values."""
-    materialization = record.asset_materialization
-    if materialization is None:
-        return {}
-    return {key: value.value for key, value in materialization.metadata.items()}
-
-
-def tags_of(record: dg.EventLogRecord) -> Mapping[str, str]:
-    """The tags Dagster gave the record's materialisation."""
-    materialization = record.asset_materialization
-    return (materialization.tags or {}) if materialization is not None else {}
 
 
 def _text_or_none(value: Any) -> str | None:

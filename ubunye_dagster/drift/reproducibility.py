@@ -28,6 +28,7 @@ from ubunye_dagster.drift.previous_materialisation import (
     evidence_from_metadata,
     judge_before_storage,
 )
+from ubunye_dagster.receipts.metadata import plain
 
 #: The planned checks of this process's latest runs, by run id (a run's steps run in one process
 #: in-process, each in its own under the multiprocess executor).
@@ -125,7 +126,7 @@ def _receipt(context: dg.OutputContext, entries: Mapping[str, Any]) -> drift.Dri
     then what was logged already, which keeps its value when the entries are added) and the
     upstream data versions Dagster will tag it with."""
     metadata = {**context.output_metadata, **entries, **context.get_logged_metadata()}
-    values = {name: getattr(value, "value", value) for name, value in metadata.items()}
+    values = {name: plain(value) for name, value in metadata.items()}
     versions = internals.upstream_data_versions(context.step_context, context.asset_key)
     return evidence_from_metadata(values).model_copy(
         update={"upstream_versions": drift.upstream_versions_from(versions)}

@@ -50,11 +50,8 @@ from ubunye_dagster.drift.previous_materialisation import (
     Finding,
     evidence_from_metadata,
     finding_against,
-    metadata_values,
-    previous_record,
     receipt_from,
     receipt_of,
-    tags_of,
 )
 from ubunye_dagster.drift.run_tags import alert_request, tag_drifted_runs
 from ubunye_dagster.drift.settings import DriftSettings
@@ -64,6 +61,11 @@ from ubunye_dagster.drift.wording import (
     sensor_description,
     tick_summary,
     why_drift,
+)
+from ubunye_dagster.receipts.materialisations import (
+    metadata_values,
+    newest_materialisation,
+    tags_of,
 )
 
 
@@ -297,7 +299,7 @@ def _judge_record(
     if remembered is not None:
         previous, previous_receipt = remembered
     else:
-        previous = previous_record(instance, key, partition, record.storage_id)
+        previous = newest_materialisation(instance, key, partition, record.storage_id)
         previous_receipt = receipt_of(previous, settings, records_cache, notes)
     latest[(key, partition)] = (record, receipt)
     return finding_against(

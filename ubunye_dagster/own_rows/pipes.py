@@ -29,7 +29,7 @@ from ubunye_core.records.sketches import step_sketch
 from ubunye_dagster import dagster_internals as internals
 from ubunye_dagster.own_rows.asset_receipt import ProcessEvidence, SavedOutput, save_asset_output
 from ubunye_dagster.receipts.masking import mask_error, mask_text
-from ubunye_dagster.receipts.metadata import STORED_AT
+from ubunye_dagster.receipts.metadata import STORED_AT, plain
 from ubunye_dagster.receipts.records import RecordPlace
 from ubunye_dagster.receipts.session import LoadedInput, StepSession, open_session
 from ubunye_rows.receipt import EVIDENCE_KEY, RECEIPT_KEY, check_evidence, check_receipt
@@ -146,7 +146,7 @@ def watched_client(client: Any, witness: Witness) -> Any:
 
 def _metadata_value(metadata: Mapping[str, Any] | None, key: str) -> Any:
     entry = (metadata or {}).get(key)
-    return getattr(entry, "value", entry)
+    return plain(entry)
 
 
 def receipt_steps(

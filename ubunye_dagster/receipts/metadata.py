@@ -60,6 +60,11 @@ DETERMINISTIC = "ubunye/deterministic"
 CODE_FOLDER = "ubunye/code_folder"
 
 
+def plain(entry: Any) -> Any:
+    """A metadata entry's plain value: a ``dg.MetadataValue`` unwrapped, anything else as is."""
+    return getattr(entry, "value", entry)
+
+
 def definition_metadata(
     assets: dg.Definitions | Iterable[Any],
 ) -> Iterator[tuple[dg.AssetKey, Mapping[str, Any]]]:
@@ -77,7 +82,7 @@ def definition_metadata(
 def declared_true(metadata: Mapping[str, Any], key: str) -> bool:
     """True when definition metadata sets ``key`` to True (plain or as a metadata value)."""
     value = metadata.get(key)
-    return getattr(value, "value", value) is True
+    return plain(value) is True
 
 
 def column_schema(pairs: Sequence[tuple[str, str]]) -> dg.TableSchema:

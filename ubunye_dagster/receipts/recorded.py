@@ -4,7 +4,6 @@ held against, and the input step it proves when the stored bytes still hash to i
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
 
 import dagster as dg
 
@@ -12,6 +11,7 @@ from ubunye_core.locations import StoreAccess
 from ubunye_core.materialisations.byte_digest import algorithm_of
 from ubunye_core.records.model import SKETCH_FIELD, StepRecord
 from ubunye_core.records.sketches import recorded_sketch
+from ubunye_dagster.receipts.materialisations import metadata_values, newest_materialisation
 from ubunye_dagster.receipts.metadata import (
     BYTES_HASH,
     DATA_HASH,
@@ -72,11 +72,6 @@ class RecordedOutput:
         return step
 
 
-def _value(metadata: dict[str, Any], key: str) -> Any:
-    entry = metadata.get(key)
-    return getattr(entry, "value", entry)
-
-
 def latest_materialisation(
     context: dg.InputContext, asset_key: dg.AssetKey | None, partition_key: str | None
 ) -> dg.EventLogRecord | None:
@@ -84,16 +79,9 @@ def latest_materialisation(
     if asset_key is None:
         return None
     try:
-        records = context.instance.fetch_materializations(
-            dg.AssetRecordsFilter(
-                asset_key=asset_key,
-                asset_partitions=[partition_key] if partition_key is not None else None,
-            ),
-            limit=1,
-        ).records
+        return newest_materialisation(context.instance, asset_key, partition_key)
     except Exception:  # an instance that cannot be asked (a context built in a test)
         return None
-    return records[0] if records else None
 
 
 def receipt_of(
@@ -103,29 +91,24 @@ def receipt_of(
 ) -> RecordedOutput | None:
     """The receipt a materialisation's metadata holds (its record opened through ``access``);
     None without ``ubunye/data_hash``."""
-    metadata = _metadata_of(latest)
-    data_hash = _value(metadata, DATA_HASH)
+    metadata = metadata_values(latest)
+    data_hash = metadata.get(DATA_HASH)
     if not data_hash or asset_key is None:
         return None
-    row_count = _value(metadata, ROW_COUNT)
+    row_count = metadata.get(ROW_COUNT)
     return RecordedOutput(
         data_hash=str(data_hash),
         source=f"Dagster's materialisation of {asset_key.to_user_string()} (run {latest.run_id})",
-        schema_hash=_value(metadata, SCHEMA_HASH),
+        schema_hash=metadata.get(SCHEMA_HASH),
         row_count=int(row_count) if row_count is not None else None,
-        hash_method=_value(metadata, HASH_METHOD),
-        bytes_hash=_value(metadata, BYTES_HASH),
-        record_path=_value(metadata, RECORD_PATH),
+        hash_method=metadata.get(HASH_METHOD),
+        bytes_hash=metadata.get(BYTES_HASH),
+        record_path=metadata.get(RECORD_PATH),
         access=access or StoreAccess(),
     )
 
 
 def stored_at(latest: dg.EventLogRecord | None) -> str | None:
     """Where a materialisation written outside the IO manager says its rows are, if it does."""
-    location = _value(_metadata_of(latest), STORED_AT)
+    location = metadata_values(latest).get(STORED_AT)
     return str(location) if location else None
-
-
-def _metadata_of(latest: dg.EventLogRecord | None) -> dict[str, Any]:
-    materialization = latest.asset_materialization if latest is not None else None
-    return dict(materialization.metadata) if materialization else {}

@@ -10,7 +10,7 @@ from ubunye_core.store import encode_name
 from ubunye_dagster import dagster_internals as internals
 from ubunye_dagster.dagster_internals import StepExecutionContext
 from ubunye_dagster.receipts.identity import package_for_group
-from ubunye_dagster.receipts.metadata import CODE_FOLDER
+from ubunye_dagster.receipts.metadata import CODE_FOLDER, plain
 from ubunye_dagster.receipts.records import Subject
 
 
@@ -69,7 +69,7 @@ def asset_subject(
         partition_key=partition_key,
         partition_dimensions=dict(by_dimension) if by_dimension else None,
         time_window=time_window_of(facts.partitions_def, partition_key),
-        declared_code_folder=str(getattr(code_folder, "value", code_folder) or "") or None,
+        declared_code_folder=str(plain(code_folder) or "") or None,
         function_folder=internals.function_folder(op_def),
         op_config=op_config,
         code_version=facts.code_version,

@@ -16,6 +16,7 @@ from typing import Any
 
 from ubunye_dagster.io.warehouse import Warehouse
 from ubunye_dagster.receipts.masking import mask_text
+from ubunye_dagster.receipts.metadata import plain
 from ubunye_rows import Fingerprint
 from ubunye_rows.hashing.fingerprint import failed_fingerprint
 from ubunye_rows.sql import fingerprint_duckdb, fingerprint_postgres
@@ -48,7 +49,7 @@ class StoredSlice:
 def metadata_text(metadata: Mapping[str, Any], key: str) -> str | None:
     """The text of a metadata entry (its value, for a MetadataValue); None when absent."""
     value = metadata.get(key)
-    return None if value is None else str(getattr(value, "value", value))
+    return None if value is None else str(plain(value))
 
 
 def stated_slice(
