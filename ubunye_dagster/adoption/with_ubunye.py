@@ -13,7 +13,7 @@ from collections.abc import Iterable, Mapping
 from typing import Annotated, Any, Literal
 
 import dagster as dg
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import Field, field_validator, model_validator
 
 from ubunye_core.records import drift
 from ubunye_dagster import dagster_internals as internals
@@ -27,7 +27,7 @@ from ubunye_dagster.drift.sensor import build_drift_sensor
 from ubunye_dagster.io.io_manager import UbunyeIOManager
 from ubunye_dagster.receipts.failed_steps import build_failed_steps_sensor
 from ubunye_dagster.resource import UbunyeResource
-from ubunye_dagster.strict_fields import refuse_unknown_fields
+from ubunye_dagster.strict_fields import StrictSettings
 
 #: The resource key Dagster stores an asset under when it names no IO manager.
 DEFAULT_IO_MANAGER_KEY = "io_manager"
@@ -40,16 +40,9 @@ def _described(cls: type, name: str) -> str | None:
     return cls.model_fields[name].description  # type: ignore[attr-defined]
 
 
-class DriftSensorSettings(BaseModel):
+class DriftSensorSettings(StrictSettings):
     """The arguments of ``build_drift_sensor`` (the watched assets aside: every asset whose
     materialisations carry Ubunye metadata)."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    @model_validator(mode="before")
-    @classmethod
-    def _known_fields_only(cls, data: Any) -> Any:
-        return refuse_unknown_fields(cls, data)
 
     name: str = "ubunye_drift_sensor"
     flag_reasons: list[drift.FlagReason] = Field(
@@ -83,17 +76,10 @@ class DriftSensorSettings(BaseModel):
         )
 
 
-class ReceiptSettings(BaseModel):
+class ReceiptSettings(StrictSettings):
     """Where data and records go, how inputs are treated, and the drift sensor: the fields of
     ``UbunyeIOManager`` and ``UbunyeResource`` (``storage_options`` serves both: data and records
     on the same store) and ``build_drift_sensor``'s arguments."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    @model_validator(mode="before")
-    @classmethod
-    def _known_fields_only(cls, data: Any) -> Any:
-        return refuse_unknown_fields(cls, data)
 
     base_path: str = Field("data", description=_described(UbunyeIOManager, "base_path"))
     # Plain defaults, not default_factory: Dagster 1.10's component model merges a field's own

@@ -13,11 +13,11 @@ import time
 from collections.abc import Iterator, Mapping
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, model_validator
+from pydantic import Field, SecretStr
 
 from ubunye_dagster.io.handlers.base import type_is
 from ubunye_dagster.receipts.masking import mask_error
-from ubunye_dagster.strict_fields import refuse_unknown_fields
+from ubunye_dagster.strict_fields import StrictSettings
 
 #: dagster-duckdb retries a locked database file (10 times, backing off from 0.1 s); a
 #: receipt's connection does the same.
@@ -28,15 +28,8 @@ class WarehouseConnectionError(ConnectionError):
     """The warehouse a receipt hashes in could not be reached."""
 
 
-class Warehouse(BaseModel):
+class Warehouse(StrictSettings):
     """A database that holds a wrapped IO manager's tables, and how to connect to it."""
-
-    model_config = ConfigDict(frozen=True)
-
-    @model_validator(mode="before")
-    @classmethod
-    def _known_fields_only(cls, data: Any) -> Any:
-        return refuse_unknown_fields(cls, data)
 
     kind: Literal["duckdb", "postgres"] = Field(
         description="The database: 'duckdb' (a DuckDB file) or 'postgres' (PostgreSQL)."
