@@ -30,7 +30,7 @@ HASH_BASES = ("materialised", "recomputed", "stored-bytes")
 #: bytes (``ubunye_core.materialisations.byte_digest``), written only when known.
 BYTES_HASH_FIELD = "bytes_hash"
 #: A step field the reference does not have (its reader drops it): the rows-v1 sketch
-#: (``ubunye_rows.sketch``), written only when the hash kept one.
+#: (``ubunye_rows.hashing.sketch``), written only when the hash kept one.
 SKETCH_FIELD = "sketch"
 #: The ``variables`` entry naming the partition a run wrote (absent when unpartitioned).
 PARTITION_KEY_VARIABLE = "partition_key"

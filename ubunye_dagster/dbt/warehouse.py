@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from ubunye_core.records.model import StepRecord
-from ubunye_dagster.masking import mask_error
+from ubunye_dagster.receipts.masking import mask_error
 from ubunye_rows.hashing.digest import Fingerprint
 from ubunye_rows.hashing.spark import fingerprint_spark
 from ubunye_rows.sql import fingerprint_duckdb, fingerprint_postgres

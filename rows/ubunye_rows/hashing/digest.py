@@ -23,7 +23,7 @@ class Fingerprint:
     row_count: int | None
     method: str = METHOD
     error: str | None = None
-    #: Count and lane sums per bucket, a ``ubunye_rows.sketch.Sketch`` (typed ``Any``: that
+    #: Count and lane sums per bucket, a ``ubunye_rows.hashing.sketch.Sketch`` (typed ``Any``: that
     #: module builds on this one), when the hash kept them.
     sketch: Any = field(default=None, compare=False, repr=False)
 

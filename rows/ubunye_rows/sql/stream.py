@@ -8,8 +8,8 @@ from collections.abc import Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ubunye_rows.hashing.digest import Fingerprint
+from ubunye_rows.hashing.sketch import empty_bucket_arrays
 from ubunye_rows.hashing.types import UnsupportedTypeError, canonical_type, refuse_duplicate_names
-from ubunye_rows.sketch import empty_bucket_arrays
 from ubunye_rows.sql.query import Column, Segment, column_pairs
 from ubunye_rows.sql.relations import Relation, relation_sql
 from ubunye_rows.sql.totals import add_batch_buckets, fingerprint_of_sketch_arrays

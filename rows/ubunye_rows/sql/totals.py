@@ -14,8 +14,8 @@ from ubunye_rows.hashing.infinities import (
     refuse_infinite_values,
 )
 from ubunye_rows.hashing.lanes import bucket_line_lanes
+from ubunye_rows.hashing.sketch import BUCKETS, Sketch, empty_bucket_arrays
 from ubunye_rows.hashing.types import canonical_type
-from ubunye_rows.sketch import BUCKETS, Sketch, empty_bucket_arrays
 from ubunye_rows.sql.dialects import INFINITE_VALUE_OF, Dialect, quote_identifier
 from ubunye_rows.sql.query import (
     Column,

@@ -1,0 +1,123 @@
+"""A wrapped IO manager's stored table, hashed in its warehouse: which table and slice its
+output metadata states, and rows-v1 of exactly those rows computed in the database.
+
+The table and the partition's predicate are what the inner IO manager itself reported: the
+``Query`` every Dagster ``DbIOManager`` (dagster-duckdb, Snowflake, BigQuery...) logs,
+``SELECT * FROM <schema>.<table> WHERE <partition predicate>``, so the receipt covers the rows
+that IO manager's own predicate selects; else ``dagster/table_name`` for a whole table.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, replace
+from typing import Any
+
+from ubunye_dagster.io.warehouse import Warehouse
+from ubunye_dagster.receipts.masking import mask_text
+from ubunye_dagster.receipts.metadata import plain
+from ubunye_rows import Fingerprint
+from ubunye_rows.hashing.fingerprint import failed_fingerprint
+from ubunye_rows.sql import fingerprint_duckdb, fingerprint_postgres
+
+#: The select statement Dagster's DbIOManager logs as the output's ``Query`` metadata.
+_DB_IO_MANAGER_QUERY = re.compile(
+    r"^SELECT .+? FROM (?P<relation>\S+)(?: WHERE\n(?P<where>.+))?$", re.S
+)
+TABLE_NAME = "dagster/table_name"
+QUERY = "Query"
+
+_FINGERPRINTS: dict[str, Callable[..., Fingerprint]] = {
+    "duckdb": fingerprint_duckdb,
+    "postgres": fingerprint_postgres,
+}
+
+
+class UnstatedTableError(LookupError):
+    """The inner IO manager's metadata does not say which table (or slice) holds the rows."""
+
+
+@dataclass(frozen=True)
+class StoredSlice:
+    """The rows a receipt covers: a relation, and the predicate selecting a partition's rows."""
+
+    relation: str
+    where: str | None = None
+
+
+def metadata_text(metadata: Mapping[str, Any], key: str) -> str | None:
+    """The text of a metadata entry (its value, for a MetadataValue); None when absent."""
+    value = metadata.get(key)
+    return None if value is None else str(plain(value))
+
+
+def stated_slice(
+    metadata: Mapping[str, Any], warehouse: Warehouse, *, partitioned: bool, stated_by: str
+) -> StoredSlice:
+    """The table and slice ``metadata`` states (``stated_by`` says whose it is, for errors);
+    UnstatedTableError naming what is missing when it names no table, or no predicate for a
+    partition."""
+    query = metadata_text(metadata, QUERY)
+    found = _DB_IO_MANAGER_QUERY.match(query) if query else None
+    if found:
+        table = StoredSlice(found["relation"], found["where"])
+    else:
+        table_name = metadata_text(metadata, TABLE_NAME)
+        if not table_name:
+            raise UnstatedTableError(
+                f"{stated_by} names no table (neither '{QUERY}' as Dagster's DbIOManager logs "
+                f"it nor '{TABLE_NAME}'), so the rows cannot be hashed in the {warehouse.kind} "
+                "warehouse"
+            )
+        table = StoredSlice(_relation_in(table_name, warehouse))
+    if partitioned and table.where is None:
+        raise UnstatedTableError(
+            f"{stated_by} names table {table.relation} but no partition predicate (a '{QUERY}' "
+            "with a WHERE clause), so the partition's rows cannot be told apart in the "
+            f"{warehouse.kind} warehouse"
+        )
+    return table
+
+
+def _relation_in(table_name: str, warehouse: Warehouse) -> str:
+    """A ``dagster/table_name`` as the warehouse names it: dagster-duckdb prefixes the file."""
+    database = warehouse.connection.get_secret_value()
+    if warehouse.kind == "duckdb" and table_name.startswith(database + "."):
+        return table_name[len(database) + 1 :]
+    return table_name
+
+
+@dataclass(frozen=True)
+class StoredRows:
+    """What the warehouse holds for one slice: its rows-v1, and its schema pairs when known."""
+
+    fingerprint: Fingerprint
+    schema_pairs: list[tuple[str, str]] | None = None
+
+
+def hash_in_warehouse(warehouse: Warehouse, table: StoredSlice) -> StoredRows:
+    """rows-v1 of ``table``'s rows computed in ``warehouse``; never raises: a failure is an
+    honest hash error (no data hash, no row count), credentials masked."""
+    try:
+        with warehouse.connect() as connection:
+            fingerprint = _FINGERPRINTS[warehouse.kind](
+                connection, table.relation, where=table.where
+            )
+    except Exception as exc:
+        failed = failed_fingerprint(None, exc)
+        return StoredRows(replace(failed, error=mask_text(failed.error or "")))
+    sketch = fingerprint.sketch  # its schema: the stored columns' rows-v1 types, by name
+    return StoredRows(fingerprint, [tuple(pair) for pair in sketch.schema] if sketch else None)
+
+
+def hash_stated_table(
+    metadata: Mapping[str, Any], warehouse: Warehouse, partitioned: bool, stated_by: str
+) -> StoredRows:
+    """rows-v1 of the slice ``metadata`` (``stated_by``'s) states, in ``warehouse``; never
+    raises."""
+    try:
+        table = stated_slice(metadata, warehouse, partitioned=partitioned, stated_by=stated_by)
+    except UnstatedTableError as exc:
+        return StoredRows(failed_fingerprint(None, exc))
+    return hash_in_warehouse(warehouse, table)

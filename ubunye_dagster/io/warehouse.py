@@ -1,0 +1,98 @@
+"""Where a wrapped IO manager's tables live, so their receipts are hashed in the database.
+
+``with_receipts(inner, warehouse=Warehouse(kind="postgres", connection="postgresql://..."))``
+says it; dagster-duckdb's IO managers say it themselves (their ``database`` setting). A
+warehouse's receipts hash the stored table (or partition slice) in the database after the inner
+IO manager has written it, and again when it is read.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from collections.abc import Iterator, Mapping
+from typing import Any, Literal
+
+from pydantic import Field, SecretStr
+
+from ubunye_dagster.io.handlers.base import type_is
+from ubunye_dagster.receipts.masking import mask_error
+from ubunye_dagster.strict_fields import StrictSettings
+
+#: dagster-duckdb retries a locked database file (10 times, backing off from 0.1 s); a
+#: receipt's connection does the same.
+DUCKDB_LOCK_RETRIES = 10
+
+
+class WarehouseConnectionError(ConnectionError):
+    """The warehouse a receipt hashes in could not be reached."""
+
+
+class Warehouse(StrictSettings):
+    """A database that holds a wrapped IO manager's tables, and how to connect to it."""
+
+    kind: Literal["duckdb", "postgres"] = Field(
+        description="The database: 'duckdb' (a DuckDB file) or 'postgres' (PostgreSQL)."
+    )
+    connection: SecretStr = Field(
+        description="DuckDB: the database file. PostgreSQL: a libpq connection string or "
+        "postgresql:// URL (kept secret: never shown in records, errors or logs)."
+    )
+    duckdb_config: dict[str, Any] = Field(
+        default_factory=dict,
+        description="DuckDB only: the connection's config, as duckdb takes it.",
+    )
+
+    @contextlib.contextmanager
+    def connect(self) -> Iterator[Any]:
+        """A DBAPI connection to the warehouse, closed after the block; a
+        WarehouseConnectionError (credentials masked) when it cannot be opened."""
+        try:
+            connection = self._opened()
+        except Exception as exc:
+            raise WarehouseConnectionError(
+                f"cannot connect to the {self.kind} warehouse: {mask_error(exc)}"
+            ) from None
+        try:
+            yield connection
+        finally:
+            connection.close()
+
+    def _opened(self) -> Any:
+        target = self.connection.get_secret_value()
+        if self.kind == "postgres":
+            import psycopg2
+
+            return psycopg2.connect(target)
+        import duckdb
+
+        attempt = 1
+        while True:
+            try:  # another step's process may hold the file for a moment
+                return duckdb.connect(target, read_only=False, config=dict(self.duckdb_config))
+            except duckdb.IOException:
+                if attempt == DUCKDB_LOCK_RETRIES:
+                    raise
+                time.sleep(0.1 * 2 ** (attempt - 1))
+                attempt += 1
+
+
+def as_warehouse(value: Warehouse | Mapping[str, Any] | None) -> Warehouse | None:
+    """``with_receipts``' ``warehouse=`` setting as a Warehouse (a mapping is validated)."""
+    if value is None or isinstance(value, Warehouse):
+        return value
+    return Warehouse.model_validate(value)
+
+
+def is_duckdb_io_manager(inner: Any) -> bool:
+    """True for dagster-duckdb's Pythonic IO managers (DuckDBPandasIOManager and its siblings)."""
+    return type_is(type(inner), "dagster_duckdb", ("DuckDBIOManager",))
+
+
+def duckdb_warehouse(resource_config: Mapping[str, Any]) -> Warehouse:
+    """The DuckDB file a dagster-duckdb IO manager's resolved config names, as it connects."""
+    return Warehouse(
+        kind="duckdb",
+        connection=str(resource_config["database"]),
+        duckdb_config=dict(resource_config.get("connection_config") or {}),
+    )
