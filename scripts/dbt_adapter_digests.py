@@ -15,7 +15,6 @@ Digests are compared normalised, as `readme_examples.normalised` does; whether t
 
 from __future__ import annotations
 
-import argparse
 import importlib
 import re
 import sys
@@ -30,12 +29,17 @@ TAG = "dbt-adapters-output"
 MARKER = re.compile(
     rf"^<!-- {TAG}: (?P<name>[a-z-]+) -->\n```(?P<lang>\w*)\n.*?^```\n", re.M | re.S
 )
-#: The adapters in the table's order (the profile's targets build them).
-ADAPTERS = ("duckdb", "postgres", "spark")
 
-# The shared helpers of the README's examples, and the tests' dbt project, cluster and Spark.
+# docs/dbt.md's other blocks' script (how a page's blocks are compared and rewritten), and the
+# tests' dbt project, PostgreSQL cluster and Spark.
 sys.path[:0] = [str(ROOT / "scripts"), str(ROOT / "tests")]
-examples = importlib.import_module("readme_examples")
+dbt_examples = importlib.import_module("dbt_examples")
+
+
+def disagreements(text: str, fresh: dict[str, str]) -> list[str]:
+    """A unified diff per block of this script the fresh run does not reproduce (normalised),
+    and a line for each block the page lacks."""
+    return dbt_examples.disagreements(text, fresh, MARKER)
 
 
 def digests_block(outputs: Mapping[str, Mapping[str, Any]]) -> str:
@@ -96,33 +100,7 @@ def fresh_blocks() -> dict[str, str]:
     return {"digests": digests_block(outputs)}
 
 
-def disagreements(text: str, fresh: dict[str, str]) -> list[str]:
-    """A line per block the page lacks, and the normalised shown and fresh texts of each block
-    that disagrees."""
-    shown = examples.readme_blocks(text, MARKER)
-    problems = []
-    for name, block in fresh.items():
-        if name not in shown:
-            problems.append(f"docs/dbt.md has no block marked {name!r}\n")
-        elif (before := examples.normalised(shown[name])) != (after := examples.normalised(block)):
-            problems.append(f"docs/dbt.md {name}:\n{before}fresh {name}:\n{after}")
-    return problems
-
-
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--check", action="store_true", help="compare, do not rewrite")
-    args = parser.parse_args(argv)
-    text = DOC.read_text(encoding="utf-8")
-    fresh = fresh_blocks()
-    if args.check:
-        problems = disagreements(text, fresh)
-        sys.stdout.write("".join(problems) or "docs/dbt.md agrees with a fresh run\n")
-        return 1 if problems else 0
-    DOC.write_text(examples.rewritten(text, fresh, MARKER, TAG), encoding="utf-8")
-    print("rewrote digests in docs/dbt.md")
-    return 0
-
-
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(
+        dbt_examples.check_or_rewrite(None, __doc__.split("\n\n")[0], fresh_blocks, MARKER, TAG)
+    )

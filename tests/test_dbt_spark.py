@@ -7,8 +7,6 @@ each model shows in Dagster as dbt reports it done, while the build goes on."""
 from __future__ import annotations
 
 import runpy
-import threading
-import time
 from collections.abc import Iterator
 from importlib.metadata import version
 from pathlib import Path
@@ -17,18 +15,22 @@ from types import SimpleNamespace
 import dagster as dg
 import pytest
 from dbt_shop import (
+    LUCKY_DRAW,
     MODELS,
+    assert_a_model_shows_while_the_build_goes_on,
     assert_environment_names,
+    assert_inputs_are_the_upstream_receipts,
+    assert_only_the_random_model_flagged,
+    assert_the_seed_change_explained,
     copy_shop,
     copy_shop_on_postgres,
     copy_shop_on_spark,
+    judged,
+    judged_after_a_seed_change,
 )
 from local_spark import spark_thrift_server
 from postgres_cluster import postgres_available, postgres_cluster
 
-from ubunye_core.records.drift import INPUTS_CHANGED, SAME_INPUTS
-from ubunye_dagster import metadata as keys
-from ubunye_dagster.sensor import build_drift_sensor
 from ubunye_rows import fingerprint_arrow
 
 pytest.importorskip("dbt.adapters.spark", reason="the dbt-spark extra is not installed")
@@ -38,8 +40,6 @@ pytestmark = pytest.mark.spark
 
 #: The script that regenerates docs/dbt.md's table of digests on each adapter.
 SCRIPT = Path(__file__).resolve().parent.parent / "scripts" / "dbt_adapter_digests.py"
-#: A model whose rows differ on every build from the same code, inputs and environment.
-LUCKY_DRAW = "select order_id, random() as draw from {{ ref('raw_orders') }}\n"
 
 
 @pytest.fixture(scope="module")
@@ -61,12 +61,6 @@ def drawn_twice(thrift_port, tmp_path_factory):
         shop.write("models/lucky_draw.sql", LUCKY_DRAW)
         runs = [shop.materialise(instance), shop.materialise(instance)]
         yield shop, instance, runs
-
-
-def judged(instance: dg.DagsterInstance) -> dict[str, dg.AssetCheckEvaluation]:
-    """The drift sensor's latest verdict on each asset, after one tick over every receipt."""
-    data = build_drift_sensor(None).evaluate_tick(dg.build_sensor_context(instance=instance))
-    return {event.asset_key.to_user_string(): event for event in data.asset_events}
 
 
 def test_each_dbt_node_gets_a_receipt_hashed_by_spark(drawn_twice):
@@ -153,22 +147,12 @@ def test_the_environment_names_dbt_spark_pyspark_and_pyhive(drawn_twice):
 
 def test_the_inputs_are_the_upstream_receipts_of_the_same_build(drawn_twice):
     shop, _, runs = drawn_twice
-    record = shop.record("customer_revenue", runs[-1].run_id)
-    by_name = {step.name: step for step in record.inputs}
-    assert set(by_name) == {"raw_customers", "stg_orders"}
-    for name, step in by_name.items():
-        assert step.data_hash == shop.record(name, runs[-1].run_id).outputs[-1].data_hash
+    assert_inputs_are_the_upstream_receipts(shop, runs[-1].run_id)
 
 
 def test_a_non_deterministic_model_on_spark_is_flagged(drawn_twice):
     _, instance, _ = drawn_twice
-    verdicts = judged(instance)
-
-    assert not verdicts["lucky_draw"].passed
-    assert verdicts["lucky_draw"].metadata["ubunye/reason"].value == SAME_INPUTS
-    for steady in ("stg_orders", "customer_revenue"):
-        assert verdicts[steady].passed, steady
-        assert verdicts[steady].metadata["ubunye/verdict"].value == "unchanged"
+    assert_only_the_random_model_flagged(judged(instance))
 
 
 @pytest.fixture(scope="module")
@@ -176,19 +160,11 @@ def seed_changed(drawn_twice):
     """The same shop built a third time, after one order of its seed was corrected (judged after
     the tests of the first two builds, which come first in this module)."""
     shop, instance, _ = drawn_twice
-    seed = shop.project_dir / "seeds" / "raw_orders.csv"
-    seed.write_text(seed.read_text().replace("7.25", "8.25"), encoding="utf-8")
-    shop.materialise(instance)
-    return judged(instance)
+    return judged_after_a_seed_change(shop, instance)
 
 
 def test_a_changed_seed_on_spark_is_explained_by_its_input(seed_changed):
-    verdicts = seed_changed
-    for steady in ("raw_customers", "stg_orders", "customer_revenue"):
-        assert verdicts[steady].passed, steady
-    for downstream in ("stg_orders", "customer_revenue"):
-        assert verdicts[downstream].metadata["ubunye/reason"].value == INPUTS_CHANGED
-    assert verdicts["raw_orders"].metadata["ubunye/verdict"].value == "explained"
+    assert_the_seed_change_explained(seed_changed)
 
 
 #: A model that takes a while, built after the others: the build is still going while it runs.
@@ -198,27 +174,11 @@ SLOW_MODEL = (
 )
 
 
-def _materialised(instance: dg.DagsterInstance, asset: str) -> list[dg.AssetMaterialization]:
-    records = instance.fetch_materializations(dg.AssetKey(asset), limit=5).records
-    return [record.asset_materialization for record in records]
-
-
 def test_each_model_shows_with_its_receipt_while_the_build_goes_on(
     spark, thrift_port, tmp_path, monkeypatch
 ):
     shop = copy_shop_on_spark(tmp_path, monkeypatch, thrift_port)
     shop.write("models/slow_count.sql", SLOW_MODEL)
-    with dg.instance_for_test() as instance:
-        build = threading.Thread(target=shop.materialise, args=(instance,))
-        build.start()
-        deadline = time.monotonic() + 300
-        while not _materialised(instance, "stg_orders") and time.monotonic() < deadline:
-            time.sleep(0.1)
-        seen = _materialised(instance, "stg_orders")
-        last_model_built = spark.catalog.tableExists("main.slow_count")
-        build.join(timeout=600)
-
-        assert seen, "stg_orders never showed as materialised"
-        assert keys.DATA_HASH in seen[0].metadata
-        assert not last_model_built, "stg_orders showed only once dbt had built its last model"
-        assert _materialised(instance, "slow_count"), "the build did not finish its last model"
+    assert_a_model_shows_while_the_build_goes_on(
+        shop, lambda: spark.catalog.tableExists("main.slow_count")
+    )
