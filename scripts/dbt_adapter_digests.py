@@ -87,7 +87,8 @@ def fresh_blocks() -> dict[str, str]:
         with pytest.MonkeyPatch.context() as monkeypatch, postgres_cluster("admin") as cluster:
             shop = copy_shop_on_postgres(root / "postgres", monkeypatch, cluster, "shop")
             outputs["postgres"] = built_outputs(shop)
-        spark = build_local_spark_session("ubunye-dbt-adapters")
+        warehouse = {"spark.sql.warehouse.dir": (root / "spark-warehouse").as_uri()}
+        spark = build_local_spark_session("ubunye-dbt-adapters", warehouse)
         try:
             with (
                 spark_thrift_server(spark, "main", root / "spark" / "main.db") as port,

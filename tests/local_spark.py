@@ -142,6 +142,8 @@ def spark_thrift_server(spark: Any, schema: str, location: Path) -> Iterator[int
     spark.conf.set("hive.server2.logging.operation.enabled", "false")
     spark.sql(f"create schema {schema} location '{location.as_uri()}'")
     jvm = spark.sparkContext._jvm
+    # The server's own (in-memory) Derby logs beside the schema, not in the working folder.
+    jvm.java.lang.System.setProperty("derby.stream.error.file", str(location.parent / "derby.log"))
     thriftserver = jvm.org.apache.spark.sql.hive.thriftserver.HiveThriftServer2
     server = thriftserver.startWithContext(spark._jsparkSession.sqlContext())
     try:
