@@ -82,6 +82,7 @@ GLUE_LAYERS = (
     "drift",
     "own_rows",
     "resource",
+    "warehouse",
     "io",
     "automation",
     "dbt",

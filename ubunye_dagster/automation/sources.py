@@ -15,10 +15,10 @@ from pydantic import Field
 
 from ubunye_core.materialisations.stored import read_stored
 from ubunye_core.records.model import StepRecord
-from ubunye_dagster.io.storage.warehouse_tables import StoredSlice, hash_in_warehouse
-from ubunye_dagster.io.warehouse import Warehouse
 from ubunye_dagster.receipts.masking import mask_error
 from ubunye_dagster.strict_fields import StrictSettings
+from ubunye_dagster.warehouse.relations import StoredSlice, hash_in_warehouse
+from ubunye_dagster.warehouse.settings import Warehouse
 from ubunye_rows import fingerprint
 
 #: How an observation's step says where its data hash came from: the rows as they are stored.

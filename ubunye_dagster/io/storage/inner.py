@@ -22,8 +22,8 @@ from ubunye_dagster.io.handlers.base import RowsOf, TableSlice
 from ubunye_dagster.io.handlers.pyspark import SparkRows
 from ubunye_dagster.io.storage.base import Part, ReadRequest, Storage, StoredRead
 from ubunye_dagster.io.storage.warehouse_tables import StoredRows, hash_stated_table, metadata_text
-from ubunye_dagster.io.warehouse import Warehouse
 from ubunye_dagster.receipts.metadata import URI
+from ubunye_dagster.warehouse.settings import AnyWarehouse
 from ubunye_rows import Fingerprint
 
 
@@ -83,7 +83,7 @@ class TableHandOver(HandOver):
 
     hashed_after_commit = True
 
-    def __init__(self, handed: HandOver, warehouse: Warehouse, partitioned: bool):
+    def __init__(self, handed: HandOver, warehouse: AnyWarehouse, partitioned: bool):
         """``handed`` hashed in ``warehouse`` once stored; ``partitioned`` when it is one
         partition (its slice must be stated)."""
         args = (handed.rows, handed.inner, handed.context, handed.obj, handed.location)
@@ -143,7 +143,7 @@ class InnerStorageHandler(FrameHandler):
     Parquet: staging hashes them in memory, loading hashes what the inner IO manager loaded."""
 
     def __init__(
-        self, frames: FrameHandler, inner: dg.IOManager, name: str, warehouse: Warehouse | None
+        self, frames: FrameHandler, inner: dg.IOManager, name: str, warehouse: AnyWarehouse | None
     ):
         self.frames = frames
         self.inner = inner
@@ -199,7 +199,7 @@ class InnerIOManagerStorage(Storage):
         inner: dg.IOManager,
         name: str,
         spark_resource_key: str | None,
-        warehouse: Warehouse | None = None,
+        warehouse: AnyWarehouse | None = None,
     ):
         self.inner = inner
         self.name = name

@@ -1,21 +1,22 @@
-"""Where a wrapped IO manager's tables live, so their receipts are hashed in the database.
+"""Where tables live and how to connect to them: a DuckDB file or PostgreSQL (hashed in the
+database), or any other database through a connection factory (its rows streamed to the kernel).
 
 ``with_receipts(inner, warehouse=Warehouse(kind="postgres", connection="postgresql://..."))``
 says it; dagster-duckdb's IO managers say it themselves (their ``database`` setting). A
-warehouse's receipts hash the stored table (or partition slice) in the database after the inner
-IO manager has written it, and again when it is read.
+warehouse's receipts hash the stored table (or partition slice) where it is, after the inner IO
+manager has written it, and again when it is read.
 """
 
 from __future__ import annotations
 
 import contextlib
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
 from typing import Any, Literal
 
 from pydantic import Field, SecretStr
 
-from ubunye_dagster.io.handlers.base import type_is
 from ubunye_dagster.receipts.masking import mask_error
 from ubunye_dagster.strict_fields import StrictSettings
 
@@ -77,22 +78,38 @@ class Warehouse(StrictSettings):
                 attempt += 1
 
 
-def as_warehouse(value: Warehouse | Mapping[str, Any] | None) -> Warehouse | None:
-    """``with_receipts``' ``warehouse=`` setting as a Warehouse (a mapping is validated)."""
-    if value is None or isinstance(value, Warehouse):
+@dataclass(frozen=True)
+class StreamedWarehouse:
+    """Any other database, reached through ``connect`` (a factory of DB-API connections: ADBC,
+    or a driver with its own Arrow fetch such as Snowflake's or Databricks'): its rows are
+    streamed to the kernel as Arrow batches, one batch in memory at a time. ``kind`` names it in
+    receipts (``snowflake:<table>``)."""
+
+    connect_with: Callable[[], Any]
+    kind: str = "database"
+
+    @contextlib.contextmanager
+    def connect(self) -> Iterator[Any]:
+        """A connection from the factory, closed after the block; a WarehouseConnectionError
+        (credentials masked) when the factory fails."""
+        try:
+            connection = self.connect_with()
+        except Exception as exc:
+            raise WarehouseConnectionError(
+                f"cannot connect to the {self.kind} warehouse: {mask_error(exc)}"
+            ) from None
+        try:
+            yield connection
+        finally:
+            connection.close()
+
+
+#: Every place tables can be hashed in.
+AnyWarehouse = Warehouse | StreamedWarehouse
+
+
+def as_warehouse(value: AnyWarehouse | Mapping[str, Any] | None) -> AnyWarehouse | None:
+    """``with_receipts``' ``warehouse=`` setting as a warehouse (a mapping is validated)."""
+    if value is None or isinstance(value, Warehouse | StreamedWarehouse):
         return value
     return Warehouse.model_validate(value)
-
-
-def is_duckdb_io_manager(inner: Any) -> bool:
-    """True for dagster-duckdb's Pythonic IO managers (DuckDBPandasIOManager and its siblings)."""
-    return type_is(type(inner), "dagster_duckdb", ("DuckDBIOManager",))
-
-
-def duckdb_warehouse(resource_config: Mapping[str, Any]) -> Warehouse:
-    """The DuckDB file a dagster-duckdb IO manager's resolved config names, as it connects."""
-    return Warehouse(
-        kind="duckdb",
-        connection=str(resource_config["database"]),
-        duckdb_config=dict(resource_config.get("connection_config") or {}),
-    )
