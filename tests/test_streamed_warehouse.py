@@ -7,14 +7,13 @@ was made; a column rows-v1 cannot name is an honest hash error naming it and its
 from __future__ import annotations
 
 import sqlite3
-import uuid
 
 import dagster as dg
 import pyarrow as pa
 import pytest
 import test_wrapped_io_manager as wrapped
 import test_wrapped_io_manager_warehouse_postgres as on_postgres
-from postgres_cluster import postgres_available, postgres_cluster
+from postgres_cluster import postgres_available
 
 from ubunye_dagster import StreamedWarehouse, UbunyeResource, with_receipts
 from ubunye_dagster.warehouse.relations import StoredSlice, hash_in_warehouse
@@ -26,19 +25,9 @@ psycopg2 = pytest.importorskip("psycopg2")
 pytestmark = pytest.mark.skipif(
     not postgres_available(), reason="no PostgreSQL server binaries (Debian `postgresql`)"
 )
-instance = wrapped.instance  # the fixture: a temporary Dagster instance
+# The fixtures: a temporary Dagster instance, a PostgreSQL cluster, a fresh schema name.
+instance, cluster, schema = wrapped.instance, on_postgres.cluster, on_postgres.schema
 record = wrapped.record
-
-
-@pytest.fixture(scope="module")
-def cluster():
-    with postgres_cluster() as pg:
-        yield pg
-
-
-@pytest.fixture
-def schema() -> str:
-    return f"shop_{uuid.uuid4().hex[:8]}"
 
 
 def streamed(root, dsn: str, schema: str) -> dict:

@@ -29,6 +29,22 @@ class WarehouseConnectionError(ConnectionError):
     """The warehouse a receipt hashes in could not be reached."""
 
 
+@contextlib.contextmanager
+def connected(opened: Callable[[], Any], kind: str) -> Iterator[Any]:
+    """The connection ``opened()`` gives, closed after the block; a WarehouseConnectionError
+    naming the ``kind`` of warehouse (credentials masked) when it cannot be opened."""
+    try:
+        connection = opened()
+    except Exception as exc:
+        raise WarehouseConnectionError(
+            f"cannot connect to the {kind} warehouse: {mask_error(exc)}"
+        ) from None
+    try:
+        yield connection
+    finally:
+        connection.close()
+
+
 class Warehouse(StrictSettings):
     """A database that holds a wrapped IO manager's tables, and how to connect to it."""
 
@@ -44,20 +60,10 @@ class Warehouse(StrictSettings):
         description="DuckDB only: the connection's config, as duckdb takes it.",
     )
 
-    @contextlib.contextmanager
-    def connect(self) -> Iterator[Any]:
+    def connect(self) -> contextlib.AbstractContextManager[Any]:
         """A DBAPI connection to the warehouse, closed after the block; a
         WarehouseConnectionError (credentials masked) when it cannot be opened."""
-        try:
-            connection = self._opened()
-        except Exception as exc:
-            raise WarehouseConnectionError(
-                f"cannot connect to the {self.kind} warehouse: {mask_error(exc)}"
-            ) from None
-        try:
-            yield connection
-        finally:
-            connection.close()
+        return connected(self._opened, self.kind)
 
     def _opened(self) -> Any:
         target = self.connection.get_secret_value()
@@ -88,20 +94,10 @@ class StreamedWarehouse:
     connect_with: Callable[[], Any]
     kind: str = "database"
 
-    @contextlib.contextmanager
-    def connect(self) -> Iterator[Any]:
+    def connect(self) -> contextlib.AbstractContextManager[Any]:
         """A connection from the factory, closed after the block; a WarehouseConnectionError
         (credentials masked) when the factory fails."""
-        try:
-            connection = self.connect_with()
-        except Exception as exc:
-            raise WarehouseConnectionError(
-                f"cannot connect to the {self.kind} warehouse: {mask_error(exc)}"
-            ) from None
-        try:
-            yield connection
-        finally:
-            connection.close()
+        return connected(self.connect_with, self.kind)
 
 
 #: Every place tables can be hashed in.
