@@ -154,7 +154,28 @@ def test_an_input_is_hashed_as_loaded_and_matches_what_upstream_wrote(tmp_path):
     assert read.source_note.startswith("verified")
 
 
+def test_a_read_takes_its_upstreams_receipt_from_the_step_of_its_own_run_that_wrote_it(
+    tmp_path, monkeypatch
+):
+    with dg.instance_for_test() as instance:
+        asked: list[str] = []
+        fetch = instance.fetch_materializations
+
+        def fetch_and_note(records_filter, *args, **kwargs):
+            asked.append(records_filter.asset_key.to_user_string())
+            return fetch(records_filter, *args, **kwargs)
+
+        monkeypatch.setattr(instance, "fetch_materializations", fetch_and_note)
+        result = run([orders, order_totals], tmp_path, instance=instance)
+
+    [written] = record_of(tmp_path, "dagster/sales/orders", result.run_id).outputs
+    [read] = record_of(tmp_path, "dagster/sales/order_totals", result.run_id).inputs
+    assert (read.data_hash, read.source_note[:8]) == (written.data_hash, "verified")
+    assert asked.count("orders") == 1  # its own summary's predecessor; the read asks nothing
+
+
 def test_every_materialisation_shows_the_receipt_as_metadata(tmp_path):
+
     result = run([orders, order_totals], tmp_path)
 
     record = record_of(tmp_path, "dagster/sales/order_totals", result.run_id)
