@@ -80,7 +80,9 @@ def main(argv: list[str] | None = None) -> int:
             encoding="utf-8"
         ):
             return 0
-    print(f"{CONSTRAINTS.relative_to(ROOT)} is not what pyproject.toml resolves to: run {REGENERATE}")
+    print(
+        f"{CONSTRAINTS.relative_to(ROOT)} is not what pyproject.toml resolves to: run {REGENERATE}"
+    )
     return 1
 
 
