@@ -5,6 +5,7 @@ and Dagster internals read in one module only."""
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 import pytest
@@ -246,6 +247,7 @@ def test_the_storage_notes_keys_are_spelled_out_only_in_ubunye_core():
 
 #: The folders of tests/ by kind; a Spark module is under spark/ (or system/, for a cluster).
 TEST_KINDS = ("unit", "dagster", "spark", "system", "docs")
+SPARK_MARKED = re.compile(r"^pytestmark = .*pytest\.mark\.spark", re.MULTILINE)
 
 
 def test_every_test_module_is_in_the_folder_of_its_kind():
@@ -258,6 +260,6 @@ def test_every_test_module_is_in_the_folder_of_its_kind():
     misplaced += [
         str(p.relative_to(TESTS))
         for p in TESTS.rglob("test_*.py")
-        if "pytest.mark.spark" in p.read_text() and p.parent.name not in ("spark", "system")
+        if SPARK_MARKED.search(p.read_text()) and p.parent.name not in ("spark", "system")
     ]
     assert misplaced == []
