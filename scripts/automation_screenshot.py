@@ -50,6 +50,8 @@ from ubunye_dagster.automation.conditions import LABEL  # noqa: E402
 
 OUTPUT = REPO_ROOT / "docs" / "images" / "automation-not-requested.png"
 LOCATION = "automation_shop"
+#: The browser window: the evaluation's dialog, pictured alone, is narrower.
+VIEWPORT = {"width": 1280, "height": 720}
 LOCATION_FILE = SCRIPTS / "automation_screenshot_shop.py"
 EVALUATIONS = """
 query Evaluations($assetKey: AssetKeyInput!) {
@@ -131,7 +133,7 @@ def run_days(instance: dg.DagsterInstance, server: Webserver, folder: Path) -> d
     return latest_evaluation(server, shop.UNCHANGED)
 
 
-def capture_evaluation(url: str, output: Path, width: int, height: int) -> None:
+def capture_evaluation(url: str, output: Path) -> None:
     """Open the Automation tab at ``url``, open its newest evaluation, and save the evaluation's
     dialog as a PNG once the condition's tree has rendered."""
     from playwright.sync_api import sync_playwright
@@ -142,7 +144,7 @@ def capture_evaluation(url: str, output: Path, width: int, height: int) -> None:
             executable_path=find_chromium(), args=["--no-sandbox", "--disable-gpu"]
         )
         try:
-            page = browser.new_page(viewport={"width": width, "height": height})
+            page = browser.new_page(viewport=VIEWPORT)
             page.goto(url)
             newest = page.locator("tbody tr").first
             newest.get_by_text("Not requested").wait_for(timeout=120_000)
@@ -170,10 +172,7 @@ def main(argv: list[str] | None = None) -> int:
     """Run the two days under the daemon, screenshot the evaluation of ``region_labels``."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--output", type=Path, default=OUTPUT, help="The PNG written.")
-    parser.add_argument("--width", type=int, default=1280)
-    parser.add_argument("--height", type=int, default=720)
     args = parser.parse_args(argv)
-
     find_chromium()
     with tempfile.TemporaryDirectory(prefix="ubunye-automation-ui-") as name:
         folder = Path(name)
@@ -193,7 +192,7 @@ def main(argv: list[str] | None = None) -> int:
                 raise SystemExit(f"{late}\n{daemon.log_tail()}") from None
             key = shop.UNCHANGED.to_user_string()
             url = f"{server.url}/assets/{key}?view=automation"
-            capture_evaluation(url, args.output, args.width, args.height)
+            capture_evaluation(url, args.output)
             print(f"wrote {args.output} (evaluation {record['evaluationId']} of {url})")
     return 0
 
