@@ -1,0 +1,173 @@
+"""dbt on PostgreSQL: the example dbt project, unchanged but for its profile's target, built by
+real dbt-postgres on a temporary PostgreSQL cluster; every model and seed gets its receipt hashed
+in PostgreSQL through the dbt adapter's own connections, the drift sensor judges them as on
+DuckDB, and each model shows in Dagster as dbt reports it done, while the build goes on."""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+import time
+
+import dagster as dg
+import pytest
+from dbt_shop import MODELS, assert_environment_names, copy_shop, copy_shop_on_postgres
+from postgres_cluster import postgres_available, postgres_cluster
+
+from ubunye_core.records.drift import INPUTS_CHANGED, SAME_INPUTS
+from ubunye_dagster.drift.sensor import build_drift_sensor
+from ubunye_dagster.receipts import metadata as keys
+from ubunye_rows.sql import fingerprint_postgres
+
+pytest.importorskip("dbt.adapters.postgres", reason="the dbt-postgres extra is not installed")
+adbc = pytest.importorskip("adbc_driver_postgresql.dbapi", reason="ADBC streams the check")
+pytestmark = pytest.mark.skipif(
+    not postgres_available(), reason="PostgreSQL's server binaries are not installed"
+)
+
+#: A model whose rows differ on every build from the same code, inputs and environment.
+LUCKY_DRAW = "select order_id, random() as draw from {{ ref('raw_orders') }}\n"
+#: A model that takes a while, built after the others: the build is still going while it runs.
+SLOW_MODEL = (
+    "select count(*) as customers from {{ ref('customer_revenue') }}, "
+    "(select pg_sleep(6)) as pause\n"
+)
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    with postgres_cluster(dbname="admin") as pg:
+        yield pg
+
+
+@pytest.fixture(scope="module")
+def drawn_twice(cluster, tmp_path_factory):
+    """The shop on PostgreSQL with a non-deterministic model, built twice, nothing changed."""
+    with pytest.MonkeyPatch.context() as monkeypatch, dg.instance_for_test() as instance:
+        root = tmp_path_factory.mktemp("dbt_pg")
+        shop = copy_shop_on_postgres(root, monkeypatch, cluster, "shop")
+        shop.write("models/lucky_draw.sql", LUCKY_DRAW)
+        runs = [shop.materialise(instance), shop.materialise(instance)]
+        yield shop, instance, runs
+
+
+def judged(instance: dg.DagsterInstance) -> dict[str, dg.AssetCheckEvaluation]:
+    """The drift sensor's latest verdict on each asset, after one tick over every receipt."""
+    data = build_drift_sensor(None).evaluate_tick(dg.build_sensor_context(instance=instance))
+    return {event.asset_key.to_user_string(): event for event in data.asset_events}
+
+
+def streamed_digest(cluster, dbname: str, table: str) -> str | None:
+    """rows-v1 of ``main.<table>`` with every column streamed out through ADBC to the kernel."""
+    url = cluster.url.rsplit("/", 1)[0] + f"/{dbname}"
+    with adbc.connect(url) as connection:
+        return fingerprint_postgres(connection, ("main", table), kernel_columns="all").data_hash
+
+
+def test_each_dbt_node_gets_a_receipt_hashed_in_postgresql(drawn_twice):
+    shop, _, runs = drawn_twice
+    for asset in (*MODELS, "lucky_draw"):
+        output = shop.record(asset, runs[-1].run_id).outputs[-1]
+        assert output.hash_error is None, (asset, output.hash_error)
+        assert output.hash_method == "rows-v1" and output.data_hash.startswith("sha256:")
+        assert output.location == f'"shop"."main"."{asset}"'
+        assert output.format == "postgres"
+
+
+def test_the_digest_in_postgresql_is_the_kernels_on_the_rows_streamed_out(drawn_twice, cluster):
+    shop, _, runs = drawn_twice
+    for asset in MODELS:
+        recorded = shop.record(asset, runs[-1].run_id).outputs[-1].data_hash
+        assert recorded == streamed_digest(cluster, "shop", asset), asset
+
+
+def test_the_same_seeds_and_models_have_the_same_digests_on_duckdb(drawn_twice, tmp_path):
+    on_postgres, _, runs = drawn_twice
+    with pytest.MonkeyPatch.context() as monkeypatch, dg.instance_for_test() as instance:
+        on_duckdb = copy_shop(tmp_path, monkeypatch)
+        duckdb_run = on_duckdb.materialise(instance)
+    for asset in MODELS:
+        theirs = on_duckdb.record(asset, duckdb_run.run_id).outputs[-1]
+        ours = on_postgres.record(asset, runs[-1].run_id).outputs[-1]
+        assert theirs.format == "duckdb" and ours.format == "postgres"
+        assert (ours.data_hash, ours.schema_hash) == (theirs.data_hash, theirs.schema_hash), asset
+
+
+def test_the_environment_names_dbt_postgres_and_its_driver(drawn_twice):
+    shop, _, runs = drawn_twice
+    record = shop.record("stg_orders", runs[-1].run_id)
+    assert_environment_names(record, "postgres", "psycopg2-binary")
+
+
+def test_the_inputs_are_the_upstream_receipts_of_the_same_build(drawn_twice):
+    shop, _, runs = drawn_twice
+    record = shop.record("customer_revenue", runs[-1].run_id)
+    by_name = {step.name: step for step in record.inputs}
+    assert set(by_name) == {"raw_customers", "stg_orders"}
+    for name, step in by_name.items():
+        assert step.data_hash == shop.record(name, runs[-1].run_id).outputs[-1].data_hash
+
+
+def test_a_non_deterministic_model_on_postgresql_is_flagged(drawn_twice):
+    _, instance, _ = drawn_twice
+    verdicts = judged(instance)
+
+    assert not verdicts["lucky_draw"].passed
+    assert verdicts["lucky_draw"].metadata["ubunye/reason"].value == SAME_INPUTS
+    for steady in ("stg_orders", "customer_revenue"):
+        assert verdicts[steady].passed, steady
+        assert verdicts[steady].metadata["ubunye/verdict"].value == "unchanged"
+
+
+@pytest.fixture(scope="module")
+def seed_changed(drawn_twice):
+    """The same shop built a third time, after one order of its seed was corrected (judged after
+    the tests of the first two builds, which come first in this module)."""
+    shop, instance, _ = drawn_twice
+    seed = shop.project_dir / "seeds" / "raw_orders.csv"
+    seed.write_text(seed.read_text().replace("7.25", "8.25"), encoding="utf-8")
+    shop.materialise(instance)
+    return judged(instance)
+
+
+def test_a_changed_seed_on_postgresql_is_explained_by_its_input(seed_changed):
+    verdicts = seed_changed
+    for steady in ("raw_customers", "stg_orders", "customer_revenue"):
+        assert verdicts[steady].passed, steady
+    for downstream in ("stg_orders", "customer_revenue"):
+        assert verdicts[downstream].metadata["ubunye/reason"].value == INPUTS_CHANGED
+    assert verdicts["raw_orders"].metadata["ubunye/verdict"].value == "explained"
+
+
+def _materialised(instance: dg.DagsterInstance, asset: str) -> list[dg.AssetMaterialization]:
+    records = instance.fetch_materializations(dg.AssetKey(asset), limit=5).records
+    return [record.asset_materialization for record in records]
+
+
+def _built_in_postgresql(cluster, dbname: str, table: str) -> bool:
+    """Whether dbt has created ``main.<table>`` in ``dbname`` (committed, so others see it)."""
+    import psycopg2
+
+    url = cluster.url.rsplit("/", 1)[0] + f"/{dbname}"
+    with contextlib.closing(psycopg2.connect(url)) as connection, connection.cursor() as cursor:
+        cursor.execute("select to_regclass(%s) is not null", (f"main.{table}",))
+        return bool(cursor.fetchone()[0])
+
+
+def test_each_model_shows_with_its_receipt_while_the_build_goes_on(cluster, tmp_path, monkeypatch):
+    shop = copy_shop_on_postgres(tmp_path, monkeypatch, cluster, "streamed")
+    shop.write("models/slow_count.sql", SLOW_MODEL)
+    with dg.instance_for_test() as instance:
+        build = threading.Thread(target=shop.materialise, args=(instance,))
+        build.start()
+        deadline = time.monotonic() + 120
+        while not _materialised(instance, "stg_orders") and time.monotonic() < deadline:
+            time.sleep(0.1)
+        seen = _materialised(instance, "stg_orders")
+        last_model_built = _built_in_postgresql(cluster, "streamed", "slow_count")
+        build.join(timeout=300)
+
+        assert seen, "stg_orders never showed as materialised"
+        assert keys.DATA_HASH in seen[0].metadata
+        assert not last_model_built, "stg_orders showed only once dbt had built its last model"
+        assert _materialised(instance, "slow_count"), "the build did not finish its last model"
