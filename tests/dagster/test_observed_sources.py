@@ -236,8 +236,8 @@ def test_a_duckdb_file_that_does_not_exist_is_refused_when_the_definitions_load(
         observed(tmp_path, source)
 
 
-def test_source_settings_naming_neither_a_path_nor_a_table_are_refused(tmp_path):
-    with pytest.raises(ValueError, match=r"name a 'path' \(Parquet\) or a 'table'"):
+def test_source_settings_naming_no_path_or_table_are_refused(tmp_path):
+    with pytest.raises(ValueError, match=r"name a 'path' \(Parquet\), a 'table' .* or a 'spark_t"):
         observed(tmp_path, {"location": "orders.parquet"})
 
 
