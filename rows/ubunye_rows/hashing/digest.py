@@ -26,6 +26,9 @@ class Fingerprint:
     #: Count and lane sums per bucket, a ``ubunye_rows.sketch.Sketch`` (typed ``Any``: that
     #: module builds on this one), when the hash kept them.
     sketch: Any = field(default=None, compare=False, repr=False)
+    #: Where a warehouse table's lines were written: ``"database"`` (in its SQL) or
+    #: ``"streamed"`` (its rows read as Arrow and written by the kernel); None off a warehouse.
+    hashed_in: str | None = field(default=None, compare=False)
 
     @property
     def is_complete(self) -> bool:

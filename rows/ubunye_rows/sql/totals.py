@@ -46,7 +46,9 @@ def fingerprint_in_database(
     pairs = column_pairs(columns)
     try:
         if not by_kernel:
-            return fingerprint_of_buckets(pairs, fetch_rows(buckets_query(dialect, columns, rows)))
+            return fingerprint_of_buckets(
+                pairs, fetch_rows(buckets_query(dialect, columns, rows)), hashed_in="database"
+            )
         found = segments(dialect, columns, by_kernel)
         totals = empty_bucket_arrays()
         for batch in stream_batches(segments_query(dialect, found, rows)):
@@ -56,7 +58,10 @@ def fingerprint_in_database(
         if refused is None:
             raise
         raise refused from error
-    return fingerprint_of_sketch_arrays(pairs, totals)
+    written_here = len(by_kernel) < len(columns)
+    return fingerprint_of_sketch_arrays(
+        pairs, totals, hashed_in="database" if written_here else "streamed"
+    )
 
 
 def infinite_value_error(error: Exception, columns: Sequence[Column]) -> InfiniteValueError | None:
@@ -73,7 +78,7 @@ def infinite_value_error(error: Exception, columns: Sequence[Column]) -> Infinit
 
 
 def fingerprint_of_buckets(
-    pairs: Sequence[tuple[str, str]], rows: Iterable[Sequence[Any]]
+    pairs: Sequence[tuple[str, str]], rows: Iterable[Sequence[Any]], hashed_in: str | None = None
 ) -> Fingerprint:
     """The fingerprint from ``(bucket, rows, sum A, sum B)`` rows (sums of any size, any sign:
     they are taken modulo 2**64); buckets that no row fell in may be missing."""
@@ -85,17 +90,21 @@ def fingerprint_of_buckets(
         counts[index] = int(count)
         lane_a[index] = int(sum_a) & LANE_MASK
         lane_b[index] = int(sum_b) & LANE_MASK
-    return fingerprint_of_sketch_arrays(pairs, [counts, lane_a, lane_b])
+    return fingerprint_of_sketch_arrays(pairs, [counts, lane_a, lane_b], hashed_in)
 
 
-def fingerprint_of_sketch_arrays(pairs: Sequence[tuple[str, str]], totals: Any) -> Fingerprint:
-    """The fingerprint of per-bucket counts and lane sums, with the table's schema pairs."""
+def fingerprint_of_sketch_arrays(
+    pairs: Sequence[tuple[str, str]], totals: Any, hashed_in: str | None = None
+) -> Fingerprint:
+    """The fingerprint of per-bucket counts and lane sums, with the table's schema pairs;
+    ``hashed_in`` says where the lines were written (``"database"``, ``"streamed"``)."""
     sketch = Sketch.from_arrays(pairs, totals)
     return Fingerprint(
         schema_hash=schema_hash(pairs),
         data_hash=data_hash(pairs, sketch.rows, sketch.lane_sums()),
         row_count=sketch.rows,
         sketch=sketch,
+        hashed_in=hashed_in,
     )
 
 
