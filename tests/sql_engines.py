@@ -69,7 +69,8 @@ class Engine:
 
     def fingerprint(self, relation: str, **options: Any) -> Fingerprint:
         """rows-v1 of ``relation`` computed inside the database."""
-        if self.name == "duckdb":
+        if self.name == "duckdb":  # in DuckDB's SQL unless told otherwise (its default streams)
+            options.setdefault("kernel_columns", ())
             return fingerprint_duckdb(self.connection, relation, **options)
         # Streaming columns to the kernel takes ADBC; every other hash runs on psycopg2.
         streams = bool(options.get("kernel_columns"))

@@ -61,7 +61,8 @@ def _no_verdict_yet() -> None:
 def hash_in(engine: Engine, relation: str, dialect: Dialect | None = None, **options):
     """The engine's hash of ``relation`` with ``dialect``; PostgreSQL on its ADBC connection
     (streaming needs one), as it stands."""
-    if engine.name == "duckdb":
+    if engine.name == "duckdb":  # in its SQL (its default streams)
+        options.setdefault("kernel_columns", ())
         return fingerprint_duckdb(engine.connection, relation, dialect=dialect, **options)
     return fingerprint_postgres(engine.adbc, relation, dialect=dialect, **options)
 
