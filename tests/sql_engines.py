@@ -148,3 +148,17 @@ def postgres_engine() -> Iterator[Engine]:
         finally:
             streaming.close()
             connection.close()
+
+
+def engine_for(kind: str, tmp_path_factory: Any) -> Iterator[Engine]:
+    """The engine a module-scoped fixture parametrised by ``kind`` (``duckdb``, ``postgresql``)
+    yields: a DuckDB file in a new folder, or a temporary PostgreSQL cluster (skipped without
+    psycopg2 or ADBC's PostgreSQL driver)."""
+    import pytest
+
+    if kind == "duckdb":
+        yield from duckdb_engine(tmp_path_factory.mktemp("duckdb"))
+    else:
+        pytest.importorskip("psycopg2")
+        pytest.importorskip("adbc_driver_postgresql")
+        yield from postgres_engine()

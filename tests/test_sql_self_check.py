@@ -11,7 +11,7 @@ from collections.abc import Iterator
 
 import pyarrow as pa
 import pytest
-from sql_engines import Engine, duckdb_engine, postgres_engine
+from sql_engines import Engine, engine_for
 
 from ubunye_rows import fingerprint_arrow
 from ubunye_rows.sql import fingerprint_duckdb, fingerprint_postgres
@@ -45,12 +45,7 @@ class WrongPostgres(WholeFloatsWithoutPoint, PostgresDialect):
 
 @pytest.fixture(scope="module", params=["duckdb", "postgresql"])
 def engine(request, tmp_path_factory) -> Iterator[Engine]:
-    if request.param == "duckdb":
-        yield from duckdb_engine(tmp_path_factory.mktemp("duckdb"))
-    else:
-        pytest.importorskip("psycopg2")
-        pytest.importorskip("adbc_driver_postgresql")
-        yield from postgres_engine()
+    yield from engine_for(request.param, tmp_path_factory)
 
 
 @pytest.fixture(autouse=True)
