@@ -25,7 +25,7 @@ from io_manager_bench import QUIET, machine
 
 from ubunye_core.store import LineageStore
 from ubunye_dagster import UbunyeIOManager, UbunyeResource, with_error_records
-from ubunye_dagster.early_failures import forget_watched, watch_early_failures
+from ubunye_dagster.receipts.early_failures import forget_watched, watch_early_failures
 
 SENSOR_EVALUATIONS = {"n": 0}
 

@@ -203,7 +203,7 @@ def plain_write_round(frame: pd.DataFrame, root: Path, sample: dict[str, float])
 def timed_hash_alone(frame: pd.DataFrame, sample: dict[str, float]) -> float:
     """Seconds of rows-v1 over the frame's Arrow table as the IO manager hashes it (converted
     first, untimed), nothing else running; its digest goes in ``sample`` as its key."""
-    from ubunye_dagster.handlers import arrow_files
+    from ubunye_dagster.io.handlers import arrow_files
 
     table = pa.Table.from_pandas(frame, preserve_index=False)
     started = time.perf_counter()
@@ -248,7 +248,7 @@ def measure_parts(frame: pd.DataFrame, repeats: int) -> None:
     import blake3
 
     from ubunye_core.materialisations.stored import read_stored
-    from ubunye_dagster.handlers import arrow_files
+    from ubunye_dagster.io.handlers import arrow_files
 
     table = pa.Table.from_pandas(frame, preserve_index=False)
     with tempfile.TemporaryDirectory() as folder:

@@ -171,16 +171,24 @@ def store_evaluations(instance: dg.DagsterInstance, result: dg.SensorResult) -> 
 
 #: Where a tick's time goes: (part, the profiled function's file suffix and name).
 TICK_PARTS = (
-    ("finding what is new (one query per asset)", "ubunye_dagster/sensor.py", "_pending_records"),
+    (
+        "finding what is new (one query per asset)",
+        "ubunye_dagster/drift/sensor.py",
+        "_pending_records",
+    ),
     (
         "each asset's previous materialisation",
-        "ubunye_dagster/previous_materialisation.py",
+        "ubunye_dagster/drift/previous_materialisation.py",
         "previous_record",
     ),
     ("  of which opening connections", "~", "<built-in method psycopg2._psycopg._connect>"),
     ("  of which the SQL", "~", "<method 'execute' of 'psycopg2.extensions.cursor' objects>"),
     ("  of which deserialising events", "dagster_shared/serdes/serdes.py", "deserialize_value"),
-    ("the changed rows of a flagged one", "ubunye_dagster/sensor.py", "_changed_rows_metadata"),
+    (
+        "the changed rows of a flagged one",
+        "ubunye_dagster/drift/sensor.py",
+        "_changed_rows_metadata",
+    ),
 )
 
 

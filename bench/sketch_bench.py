@@ -23,7 +23,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from hash_bench import as_pandas, flat_table, nested_table
 
 from ubunye_rows import fingerprint
-from ubunye_rows import sketch as sketch_module
+from ubunye_rows.hashing import sketch as sketch_module
 
 
 def machine() -> str:

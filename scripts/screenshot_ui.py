@@ -33,7 +33,8 @@ from example_project.definitions import DRIFT_SENSOR, MAIN_JOB  # noqa: E402
 from example_project.drift_demo import DEMO_ASSET, DEMO_JOB  # noqa: E402
 from example_project.run import DAYS, TRACED_ASSET  # noqa: E402
 from example_project.webserver import LOCATION, DagsterDev, WebserverError  # noqa: E402
-from ubunye_dagster.sensor import CHECK_NAME, NOTHING_NEW  # noqa: E402
+from ubunye_dagster.drift.check_spec import CHECK_NAME  # noqa: E402
+from ubunye_dagster.drift.wording import NOTHING_NEW  # noqa: E402
 
 DOCS = REPO_ROOT / "docs"
 CHROMIUM_NAMES = ("chromium", "chromium-browser", "google-chrome")

@@ -14,9 +14,9 @@ from dagster._core.definitions.reconstruct import ReconstructableJob
 
 from ubunye_core.store import LineageStore
 from ubunye_dagster import UbunyeIOManager, with_ubunye
-from ubunye_dagster.drift_hooks import DriftVerdict
-from ubunye_dagster.metadata import DATA_HASH, DETERMINISTIC, SUMMARY
-from ubunye_dagster.sensor import check_settings_of
+from ubunye_dagster.drift.check_spec import check_settings_of
+from ubunye_dagster.drift.hooks import DriftVerdict
+from ubunye_dagster.receipts.metadata import DATA_HASH, DETERMINISTIC, SUMMARY
 from ubunye_dagster.strict_fields import UnknownSettingError
 
 #: The step of the reproducibility checks (build_reproducibility_checks' default name).

@@ -13,8 +13,9 @@ from ubunye_core.cli import main
 from ubunye_core.records.drift import INPUTS_CHANGED, INPUTS_UNKNOWN, SAME_INPUTS
 from ubunye_core.records.model import RunRecord, StepRecord
 from ubunye_core.store import LineageStore, task_name_for_key
-from ubunye_dagster.metadata import output_metadata
-from ubunye_dagster.sensor import DriftCursor, DriftSettings, judge_pending_materialisations
+from ubunye_dagster.drift.sensor import DriftCursor, judge_pending_materialisations
+from ubunye_dagster.drift.settings import DriftSettings
+from ubunye_dagster.receipts.metadata import output_metadata
 
 ASSET = ["shop", "totals"]
 CODE_V1, CODE_V2 = "sha256:" + "c" * 64, "sha256:" + "d" * 64
@@ -335,7 +336,8 @@ def test_compare_on_io_manager_records_gives_the_sensors_verdict_for_dagster_ups
     import pandas as pd
 
     from ubunye_dagster import UbunyeIOManager, UbunyeResource
-    from ubunye_dagster.sensor import DriftCursor, DriftSettings, judge_pending_materialisations
+    from ubunye_dagster.drift.sensor import DriftCursor, judge_pending_materialisations
+    from ubunye_dagster.drift.settings import DriftSettings
 
     published = {"version": "v1"}
 

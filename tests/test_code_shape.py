@@ -72,6 +72,75 @@ def test_imports_go_one_way_from_the_glue_to_the_core_to_the_hash():
     assert backwards == []
 
 
+#: The glue's rooms, lowest first: a module imports only from its own room and the rooms below
+#: it (docs/development.md explains the order). The public modules gather everything at the top.
+GLUE_LAYERS = (
+    "dagster_internals",
+    "strict_fields",
+    "receipts",
+    "checks",
+    "drift",
+    "own_rows",
+    "resource",
+    "warehouse",
+    "io",
+    "automation",
+    "dbt",
+    "adoption",
+    "components",
+    "",
+)
+#: Rooms the write pipeline and the frame handlers never reach: the pipeline ends in observers
+#: given to it, so a write depends on no verdict and no rule.
+PIPELINE_MAY_NOT_IMPORT = {
+    "ubunye_dagster.io.pipeline": ("drift", "checks"),
+    "ubunye_dagster.io.handlers": ("drift", "checks"),
+    "ubunye_dagster.io.storage": ("drift", "checks"),
+}
+
+
+def glue_room(module: str) -> str:
+    """The room of a glue module: its subpackage or top-level module ('' for the package)."""
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else ""
+
+
+def test_the_glue_imports_only_from_its_own_room_and_the_rooms_below():
+    rank = {room: level for level, room in enumerate(GLUE_LAYERS)}
+    known = modules()
+    upward = []
+    for name, path in known.items():
+        if not name.startswith("ubunye_dagster"):
+            continue
+        for target in imported_modules(path, known):
+            if (
+                target.startswith("ubunye_dagster")
+                and rank[glue_room(target)] > rank[glue_room(name)]
+            ):
+                upward.append(f"{name} -> {target}")
+    assert sorted(set(known_rooms(known)) - set(GLUE_LAYERS)) == []
+    assert upward == []
+
+
+def known_rooms(known: dict[str, Path]) -> set[str]:
+    """Every room the glue has."""
+    return {glue_room(name) for name in known if name.startswith("ubunye_dagster")}
+
+
+def test_the_write_pipeline_and_the_handlers_import_no_verdict_and_no_rule():
+    known = modules()
+    reached = []
+    for name, path in known.items():
+        for prefix, rooms in PIPELINE_MAY_NOT_IMPORT.items():
+            if name.startswith(prefix):
+                reached += [
+                    f"{name} -> {target}"
+                    for target in imported_modules(path, known)
+                    if target.startswith("ubunye_dagster") and glue_room(target) in rooms
+                ]
+    assert reached == []
+
+
 def test_no_function_in_ubunye_dagster_is_over_50_lines():
     too_long = [
         f"{path.relative_to(ROOT)}:{node.lineno} {node.name} ({node.end_lineno - node.lineno + 1})"

@@ -23,8 +23,8 @@ from components_project import (
 )
 
 from ubunye_core.store import LineageStore
-from ubunye_dagster.metadata import DATA_HASH, RECORD_PATH, SUMMARY
-from ubunye_dagster.sensor import CHECK_NAME
+from ubunye_dagster.drift.check_spec import CHECK_NAME
+from ubunye_dagster.receipts.metadata import DATA_HASH, RECORD_PATH, SUMMARY
 
 pytestmark = [pytest.mark.timeout(900), NEEDS_COMPONENTS_DAGSTER]
 

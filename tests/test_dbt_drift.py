@@ -8,7 +8,8 @@ import pytest
 from dbt_shop import copy_shop
 
 from ubunye_core.records.drift import INPUTS_CHANGED, SAME_INPUTS
-from ubunye_dagster.sensor import CHECK_NAME, build_drift_sensor
+from ubunye_dagster.drift.check_spec import CHECK_NAME
+from ubunye_dagster.drift.sensor import build_drift_sensor
 
 #: A model whose rows differ on every build from the same code, inputs and environment.
 LUCKY_DRAW = "select order_id, random() as draw from {{ ref('raw_orders') }}\n"

@@ -15,8 +15,8 @@ from dbt_shop import MODELS, assert_environment_names, copy_shop, copy_shop_on_p
 from postgres_cluster import postgres_available, postgres_cluster
 
 from ubunye_core.records.drift import INPUTS_CHANGED, SAME_INPUTS
-from ubunye_dagster import metadata as keys
-from ubunye_dagster.sensor import build_drift_sensor
+from ubunye_dagster.drift.sensor import build_drift_sensor
+from ubunye_dagster.receipts import metadata as keys
 from ubunye_rows.sql import fingerprint_postgres
 
 pytest.importorskip("dbt.adapters.postgres", reason="the dbt-postgres extra is not installed")

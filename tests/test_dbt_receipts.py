@@ -12,9 +12,9 @@ import pytest
 from dbt_shop import EXAMPLE, MODELS, assert_environment_names, copy_shop
 from reference_cli import reference_cli
 
-from ubunye_dagster import metadata as keys
 from ubunye_dagster.dbt.receipts import SAME_RUN_NOTE
-from ubunye_dagster.identity import identity_for_asset
+from ubunye_dagster.receipts import metadata as keys
+from ubunye_dagster.receipts.identity import identity_for_asset
 
 #: A source: a table another process loads, which dbt reads and never builds.
 SOURCES = """\

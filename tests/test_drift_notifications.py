@@ -18,10 +18,10 @@ from sensor_daemon import latest_tick_after_one_iteration, logged
 from test_sensor import materialise, meta, only, pipeline, receipt_metadata, tick
 
 from ubunye_core.records.drift import SAME_INPUTS
-from ubunye_dagster import metadata as keys
-from ubunye_dagster.drift_hooks import DriftHookImportError, DriftVerdict
-from ubunye_dagster.notifiers import slack_notifier, webhook_notifier
-from ubunye_dagster.sensor import DriftCursor, build_drift_sensor
+from ubunye_dagster.drift.hooks import DriftHookImportError, DriftVerdict
+from ubunye_dagster.drift.notifiers import slack_notifier, webhook_notifier
+from ubunye_dagster.drift.sensor import DriftCursor, build_drift_sensor
+from ubunye_dagster.receipts import metadata as keys
 
 #: The drift tests' instance: real sqlite storage in a memory-backed folder.
 instance = test_sensor.instance
@@ -227,9 +227,12 @@ def test_on_drift_given_as_an_import_path_is_imported_when_the_sensor_is_built(i
 @pytest.mark.parametrize(
     ("path", "problem"),
     [
-        ("ubunye_dagster.notifiers.pager", "'ubunye_dagster.notifiers' has no attribute 'pager'"),
+        (
+            "ubunye_dagster.drift.notifiers.pager",
+            "'ubunye_dagster.drift.notifiers' has no attribute 'pager'",
+        ),
         ("no_such_package.alerts.notify", "no module 'no_such_package' can be imported"),
-        ("ubunye_dagster.notifiers.DEFAULT_TIMEOUT_SECONDS", "is a float, not a callable"),
+        ("ubunye_dagster.drift.notifiers.DEFAULT_TIMEOUT_SECONDS", "is a float, not a callable"),
         ("notify", "not a dotted import path"),
     ],
 )

@@ -10,7 +10,7 @@ from test_sensor import evaluations_of, instance, materialise, meta, tick  # noq
 
 from ubunye_core.records.drift import SAME_INPUTS
 from ubunye_dagster import UbunyeIOManager, UbunyeResource
-from ubunye_dagster.sensor import build_drift_sensor
+from ubunye_dagster.drift.sensor import build_drift_sensor
 
 ROWS = 400
 

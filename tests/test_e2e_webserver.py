@@ -45,7 +45,7 @@ from example_project.run import DAYS
 from example_project.webserver import LOCATION, REPO_ROOT, DagsterDev
 from ubunye_core.store import LineageStore
 from ubunye_dagster import CHECK_NAME
-from ubunye_dagster.metadata import SUMMARY
+from ubunye_dagster.receipts.metadata import SUMMARY
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(600)]
 

@@ -34,7 +34,7 @@ from example_project.paths import OPENLINEAGE_CONFIG, SEED_DIR
 from example_project.run import DAYS, TRACED_ASSET, trace_command
 from example_project.seed_data.generate import write_seed_data
 from ubunye_dagster import CHECK_NAME, build_expectation_checks
-from ubunye_dagster.expectations import parse_rules
+from ubunye_dagster.checks.expectations import parse_rules
 
 
 @pytest.fixture(scope="module")

@@ -14,8 +14,8 @@ import pandas as pd
 import pytest
 
 from ubunye_dagster import UbunyeIOManager, UbunyeResource, build_expectation_checks
-from ubunye_dagster.expectation_checks import expectation_check_specs
-from ubunye_dagster.expectations import ExpectationError
+from ubunye_dagster.checks.expectation_checks import expectation_check_specs
+from ubunye_dagster.checks.expectations import ExpectationError
 
 RULES = [
     {"not_null": "order_id"},

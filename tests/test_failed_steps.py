@@ -16,7 +16,7 @@ from dagster._core.definitions.reconstruct import ReconstructableJob
 from ubunye_core.records.model import RunRecord
 from ubunye_core.store import LineageStore
 from ubunye_dagster import UbunyeIOManager, UbunyeResource, with_ubunye
-from ubunye_dagster.failed_steps import SENSOR_NAME, build_failed_steps_sensor
+from ubunye_dagster.receipts.failed_steps import SENSOR_NAME, build_failed_steps_sensor
 
 
 @dg.asset

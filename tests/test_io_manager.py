@@ -15,13 +15,13 @@ import pytest
 
 from ubunye_core.store import LineageStore
 from ubunye_dagster import UbunyeIOManager, UbunyeResource
-from ubunye_dagster.identity import (
+from ubunye_dagster.receipts.identity import (
     asset_for_record,
     identity_for_asset,
     record_run_id,
     split_record_run_id,
 )
-from ubunye_dagster.records import config_hash_of
+from ubunye_dagster.receipts.records import config_hash_of
 from ubunye_rows import fingerprint
 from ubunye_rows.evidence import code_hash, environment, environment_hash
 

@@ -14,7 +14,7 @@ import pytest
 from ubunye_core.cli import main
 from ubunye_core.store import LineageStore
 from ubunye_dagster import UbunyeIOManager, UbunyeResource
-from ubunye_dagster.io_manager import UnverifiedReadError
+from ubunye_dagster.io.io_manager import UnverifiedReadError
 from ubunye_rows import fingerprint
 
 deltalake = pytest.importorskip("deltalake")

@@ -14,8 +14,8 @@ from dagster._core.definitions.reconstruct import ReconstructableJob
 
 from ubunye_core.store import LineageStore
 from ubunye_dagster import UbunyeIOManager, UbunyeResource, with_error_records
-from ubunye_dagster.expectations import ExpectationError, parse_rules
-from ubunye_dagster.handlers import arrow_files
+from ubunye_dagster.checks.expectations import ExpectationError, parse_rules
+from ubunye_dagster.io.handlers import arrow_files
 
 
 def io_manager(root: Path, **settings) -> UbunyeIOManager:

@@ -18,7 +18,7 @@ import pytest
 from ubunye_core.materialisations.stored import read_stored
 from ubunye_core.store import LineageStore
 from ubunye_dagster import UbunyeIOManager, UbunyeResource
-from ubunye_dagster.handlers import arrow_files
+from ubunye_dagster.io.handlers import arrow_files
 from ubunye_rows import fingerprint
 
 
@@ -195,8 +195,8 @@ def test_the_written_table_of_a_pandas_frame_hashes_like_the_frame(name, tmp_pat
     frame = PANDAS_FRAMES[name]
     from upath import UPath
 
-    from ubunye_dagster.handlers.base import TableSlice
-    from ubunye_dagster.handlers.pandas import PandasHandler
+    from ubunye_dagster.io.handlers.base import TableSlice
+    from ubunye_dagster.io.handlers.pandas import PandasHandler
 
     target = UPath(tmp_path / "frame.parquet")
     staged = PandasHandler().stage(frame, TableSlice(target), context=None)

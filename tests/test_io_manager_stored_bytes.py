@@ -17,7 +17,7 @@ import pytest
 from ubunye_core.records.model import RunRecord
 from ubunye_core.store import LineageStore
 from ubunye_dagster import UbunyeIOManager, UbunyeResource
-from ubunye_dagster.handlers import arrow_files
+from ubunye_dagster.io.handlers import arrow_files
 
 
 @dg.asset

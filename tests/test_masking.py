@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from ubunye_dagster.masking import is_secret_name, mask_tags, mask_text, mask_values
+from ubunye_dagster.receipts.masking import is_secret_name, mask_tags, mask_text, mask_values
 
 AWS_KEY_ID = "AKIAIOSFODNN7EXAMPLE"
 AWS_SECRET = "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"

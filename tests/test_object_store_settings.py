@@ -16,7 +16,7 @@ import pandas as pd
 import pytest
 from object_store import moto_s3
 
-from ubunye_core.cli.commands import main
+from ubunye_core.cli import main
 from ubunye_core.locations import STORAGE_OPTIONS_ENV, StoreAccess
 from ubunye_core.store import LineageStore
 from ubunye_dagster import with_ubunye

@@ -12,7 +12,7 @@ import pandas as pd
 import pytest
 
 from ubunye_dagster import with_ubunye
-from ubunye_dagster.sensor import build_drift_sensor
+from ubunye_dagster.drift.sensor import build_drift_sensor
 
 SOURCE = dg.AssetKey(["raw", "orders"])
 ORDERS = pd.DataFrame({"region": ["north", "south"], "amount": [10, 5]})

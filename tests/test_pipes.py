@@ -23,8 +23,8 @@ from ubunye_core.records.drift import INPUTS_CHANGED, SAME_INPUTS
 from ubunye_core.records.model import RunRecord
 from ubunye_core.store import LineageStore
 from ubunye_dagster import UbunyeIOManager, UbunyeResource, UnverifiedReadError
-from ubunye_dagster import metadata as keys
-from ubunye_dagster.sensor import build_drift_sensor
+from ubunye_dagster.drift.sensor import build_drift_sensor
+from ubunye_dagster.receipts import metadata as keys
 from ubunye_rows import code_hash, environment_hash, fingerprint
 
 JOBS = Path(__file__).parent / "pipes_jobs"

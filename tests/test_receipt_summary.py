@@ -8,8 +8,8 @@ import dagster as dg
 import pandas as pd
 
 from ubunye_dagster import UbunyeIOManager, UbunyeResource, build_reproducibility_checks
-from ubunye_dagster.metadata import DATA_HASH, INPUTS, RECORD_PATH, SUMMARY
-from ubunye_dagster.summary import WIDTH_BUDGET
+from ubunye_dagster.drift.summary import WIDTH_BUDGET
+from ubunye_dagster.receipts.metadata import DATA_HASH, INPUTS, RECORD_PATH, SUMMARY
 
 ROWS = {"n": 3}
 
@@ -72,7 +72,24 @@ def test_changed_rows_are_explained_in_the_drift_judgements_words_naming_the_inp
     assert "explained (inputs changed: raw)." in text
 
 
+def test_the_summary_judges_with_the_drift_settings_the_asset_was_declared_with(tmp_path):
+    # The check flags changed inputs too: the summary says so in the check's own terms.
+    checks = build_reproducibility_checks([doubled], flag_reasons=["same inputs", "inputs changed"])
+    manager = UbunyeIOManager(
+        base_path=str(tmp_path / "data"), ubunye=UbunyeResource(usecase_dir=str(tmp_path))
+    )
+    with dg.instance_for_test() as instance:
+        for rows in (3, 4):
+            ROWS["n"] = rows
+            second = dg.materialize(
+                [raw, doubled, *checks], resources={"io_manager": manager}, instance=instance
+            )
+    text, _ = summary_of(second, "doubled")
+    assert "drift (inputs changed: raw)." in text
+
+
 def test_each_input_shows_its_digest_and_how_it_was_proven(tmp_path):
+
     ROWS["n"] = 3
     with dg.instance_for_test() as instance:
         result = materialise(tmp_path, instance)

@@ -27,16 +27,13 @@ import pytest
 
 from ubunye_core.records.drift import INPUTS_CHANGED, INPUTS_UNKNOWN, SAME_INPUTS
 from ubunye_core.records.model import RunRecord, StepRecord
-from ubunye_dagster import metadata as keys
-from ubunye_dagster.sensor import (
-    CHECK_NAME,
-    DRIFT_TAG,
-    NOTHING_NEW,
-    DriftCursor,
-    build_drift_sensor,
-    build_reproducibility_checks,
-    evidence_from_metadata,
-)
+from ubunye_dagster.drift.check_declaration import build_reproducibility_checks
+from ubunye_dagster.drift.check_spec import CHECK_NAME
+from ubunye_dagster.drift.previous_materialisation import evidence_from_metadata
+from ubunye_dagster.drift.run_tags import DRIFT_TAG
+from ubunye_dagster.drift.sensor import DriftCursor, build_drift_sensor
+from ubunye_dagster.drift.wording import NOTHING_NEW
+from ubunye_dagster.receipts import metadata as keys
 
 CODE_V1 = "sha256:" + "1" * 64
 CODE_V2 = "sha256:" + "2" * 64

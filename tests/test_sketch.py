@@ -19,7 +19,7 @@ from ubunye_core.store import LineageStore
 from ubunye_rows import fingerprint
 from ubunye_rows.hashing.digest import data_hash
 from ubunye_rows.hashing.fingerprint import fingerprint_rows
-from ubunye_rows.sketch import BUCKETS, Sketch, combine
+from ubunye_rows.hashing.sketch import BUCKETS, Sketch, combine
 
 # Runs no Dagster: CI runs it on the newest Dagster only (tests/test_code_shape.py checks).
 pytestmark = pytest.mark.dagster_free

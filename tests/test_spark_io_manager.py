@@ -181,7 +181,7 @@ def test_spark_stages_under_a_name_it_reads_inside_a_folder_readers_of_the_paren
     import pyarrow.dataset as ds
     from upath import UPath
 
-    from ubunye_dagster.handlers.pyspark import SparkStagedWrite
+    from ubunye_dagster.io.handlers.pyspark import SparkStagedWrite
 
     target = UPath(str(tmp_path / "people.parquet"))
     staged = SparkStagedWrite(spark.createDataFrame(TABLE), target)
@@ -200,7 +200,7 @@ def test_spark_stages_under_a_name_it_reads_inside_a_folder_readers_of_the_paren
 def test_a_discarded_spark_write_leaves_nothing_beside_the_target(tmp_path, spark):
     from upath import UPath
 
-    from ubunye_dagster.handlers.pyspark import SparkStagedWrite
+    from ubunye_dagster.io.handlers.pyspark import SparkStagedWrite
 
     staged = SparkStagedWrite(spark.createDataFrame(TABLE), UPath(str(tmp_path / "p.parquet")))
     staged.discard()

@@ -17,7 +17,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from local_spark import SPARK_SESSION_TIME_ZONE, java_feature_version, spark_frame
 
-from ubunye_dagster.handlers.pyspark import session_conf
+from ubunye_dagster.io.handlers.pyspark import session_conf
 from ubunye_rows.hashing import spark as spark_hashing
 from ubunye_rows.hashing.digest import LANE_MASK, line_lanes
 from ubunye_rows.hashing.spark import (

@@ -10,7 +10,7 @@ from local_spark import spark_frame
 from sketch_tables import table_of
 
 from ubunye_rows import fingerprint
-from ubunye_rows.sketch import combine
+from ubunye_rows.hashing.sketch import combine
 
 pytestmark = pytest.mark.spark
 

@@ -54,12 +54,12 @@ def _no_verdict_yet() -> None:
 
 
 def hash_in(engine: Engine, relation: str, dialect: Dialect | None = None, **options):
-    """The engine's hash of ``relation`` with ``dialect``; PostgreSQL on its ADBC connection
-    (streaming needs one), as it stands."""
+    """The engine's hash of ``relation`` with ``dialect`` (PostgreSQL on psycopg2, as it
+    stands: streaming types its rows by the catalog's columns)."""
     if engine.name == "duckdb":  # in its SQL (its default streams)
         options.setdefault("kernel_columns", ())
         return fingerprint_duckdb(engine.connection, relation, dialect=dialect, **options)
-    return fingerprint_postgres(engine.adbc, relation, dialect=dialect, **options)
+    return fingerprint_postgres(engine.connection, relation, dialect=dialect, **options)
 
 
 def correct_dialect(engine: Engine) -> Dialect:
@@ -81,20 +81,12 @@ def self_check_records(caplog: pytest.LogCaptureFixture, level: int) -> list[log
     return [r for r in caplog.records if r.name == LOGGER and r.levelno == level]
 
 
-def connection_of(engine: Engine):
-    return engine.connection if engine.name == "duckdb" else engine.adbc
-
-
 def run_in_session(engine: Engine, statement: str) -> list[tuple]:
     """``statement`` in the hashing session itself (a DuckDB cursor would be a session of its
     own)."""
     if engine.name == "duckdb":
         return engine.connection.execute(statement).fetchall()
-    cursor = engine.adbc.cursor()
-    cursor.execute(statement)
-    rows = cursor.fetchall() if cursor.description else []
-    cursor.close()
-    return rows
+    return engine.run(statement)
 
 
 def test_a_database_whose_sql_disagrees_on_a_vector_is_streamed_with_the_right_digest(
@@ -108,12 +100,12 @@ def test_a_database_whose_sql_disagrees_on_a_vector_is_streamed_with_the_right_d
     with caplog.at_level(logging.INFO, logger=LOGGER):
         first = hash_in(engine, name, wrong)
         second = hash_in(engine, name, wrong)
-    assert first.hashed_in == second.hashed_in == "streamed"
+    assert first.hashed_in == second.hashed_in == "stream"
     assert first == second == fingerprint_arrow(table)
     assert first.sketch == fingerprint_arrow(table).sketch
     [warning] = self_check_records(caplog, logging.WARNING)
     assert "doubles_java_edges" in warning.getMessage()
-    key = database_key(connection_of(engine), wrong)
+    key = database_key(engine.connection, wrong)
     assert " ".join(key) in warning.getMessage()
 
 
@@ -146,7 +138,7 @@ def test_the_key_changes_with_the_settings_that_change_text(
     engine: Engine, caplog: pytest.LogCaptureFixture
 ) -> None:
     name, _ = orders(engine)
-    connection = connection_of(engine)
+    connection = engine.connection
     dialect = correct_dialect(engine)
     changes = ["SET TimeZone = 'Pacific/Auckland'"]
     if engine.name == "postgresql":

@@ -41,6 +41,6 @@ def test_a_duckdb_in_this_process_is_streamed_by_default_its_digest_the_same():
     con.execute(TABLE)
     by_default = fingerprint_duckdb(con, "t")
     in_duckdb = fingerprint_duckdb(con, "t", kernel_columns=())
-    assert (by_default.hashed_in, in_duckdb.hashed_in) == ("streamed", "database")
+    assert (by_default.hashed_in, in_duckdb.hashed_in) == ("stream", "database")
     assert by_default == in_duckdb
     assert by_default.sketch == in_duckdb.sketch

@@ -23,7 +23,7 @@ WRITER = textwrap.dedent(
     """
     import os, signal, sys
     from upath import UPath
-    from ubunye_dagster.handlers import arrow_files
+    from ubunye_dagster.io.handlers import arrow_files
 
     staged = arrow_files.temporary_sibling(UPath(sys.argv[1]))
     with open(str(staged), "wb") as handle:

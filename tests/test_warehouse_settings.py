@@ -9,7 +9,7 @@ import pytest
 
 from ubunye_dagster import Warehouse, with_receipts
 from ubunye_dagster.strict_fields import UnknownSettingError
-from ubunye_dagster.warehouse import WarehouseConnectionError
+from ubunye_dagster.warehouse.settings import WarehouseConnectionError
 
 #: Nothing listens on port 1: connecting fails at once, without a server.
 UNREACHABLE = "postgresql://shop:hunter2@127.0.0.1:1/shop"

@@ -19,7 +19,8 @@ from upath import UPath
 
 from ubunye_core.store import LineageStore
 from ubunye_dagster import SAME_INPUTS, UbunyeResource, UnverifiedReadError, with_receipts
-from ubunye_dagster.sensor import DriftCursor, DriftSettings, judge_pending_materialisations
+from ubunye_dagster.drift.sensor import DriftCursor, judge_pending_materialisations
+from ubunye_dagster.drift.settings import DriftSettings
 from ubunye_rows import fingerprint, fingerprint_arrow
 
 ORDERS = pd.DataFrame({"order_id": [1, 2, 3], "region": ["north", "south", "north"]})

@@ -13,7 +13,7 @@ import test_wrapped_io_manager as wrapped
 from warehouse_assets import EVENTS, STORED_EVENTS_SCHEMA, event_count, events
 
 from ubunye_dagster import UbunyeResource, with_receipts
-from ubunye_dagster.warehouse import Warehouse
+from ubunye_dagster.warehouse.settings import Warehouse
 from ubunye_rows import fingerprint, fingerprint_arrow
 from ubunye_rows.sql import fingerprint_duckdb
 

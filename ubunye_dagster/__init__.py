@@ -10,30 +10,28 @@ from ubunye_core.records.drift import (
     SAME_INPUTS,
     SOURCE_EXPLANATION,
 )
-from ubunye_dagster.adoption import ReceiptSettings, with_ubunye
+from ubunye_dagster.adoption.error_records import with_error_records
+from ubunye_dagster.adoption.with_ubunye import ReceiptSettings, with_ubunye
 from ubunye_dagster.automation import ParquetSource, TableSource, observed_source, on_content_change
-from ubunye_dagster.drift_hooks import DriftVerdict
-from ubunye_dagster.error_records import with_error_records
-from ubunye_dagster.expectation_checks import build_expectation_checks
-from ubunye_dagster.expectations import (
+from ubunye_dagster.checks.expectation_checks import build_expectation_checks
+from ubunye_dagster.checks.expectations import (
     ExpectationError,
     ExpectationFailed,
     validate_declared_expectations,
 )
-from ubunye_dagster.failed_steps import build_failed_steps_sensor
-from ubunye_dagster.io_manager import UbunyeIOManager
-from ubunye_dagster.notifiers import slack_notifier, webhook_notifier
-from ubunye_dagster.pipeline import UnverifiedReadError
-from ubunye_dagster.pipes import PipesReceipts
+from ubunye_dagster.drift.check_declaration import build_reproducibility_checks
+from ubunye_dagster.drift.check_spec import CHECK_NAME
+from ubunye_dagster.drift.hooks import DriftVerdict
+from ubunye_dagster.drift.notifiers import slack_notifier, webhook_notifier
+from ubunye_dagster.drift.run_tags import DRIFT_TAG
+from ubunye_dagster.drift.sensor import build_drift_sensor
+from ubunye_dagster.io.io_manager import UbunyeIOManager
+from ubunye_dagster.io.pipeline import UnverifiedReadError
+from ubunye_dagster.io.wrapped_io_manager import ReceiptIOManager, with_receipts
+from ubunye_dagster.own_rows.pipes import PipesReceipts
+from ubunye_dagster.receipts.failed_steps import build_failed_steps_sensor
 from ubunye_dagster.resource import Receipt, UbunyeResource
-from ubunye_dagster.sensor import (
-    CHECK_NAME,
-    DRIFT_TAG,
-    build_drift_sensor,
-    build_reproducibility_checks,
-)
-from ubunye_dagster.warehouse import Warehouse
-from ubunye_dagster.wrapped_io_manager import ReceiptIOManager, with_receipts
+from ubunye_dagster.warehouse.settings import StreamedWarehouse, Warehouse
 
 __all__ = [
     "CHECK_NAME",
@@ -52,6 +50,7 @@ __all__ = [
     "Receipt",
     "ReceiptIOManager",
     "ReceiptSettings",
+    "StreamedWarehouse",
     "TableSource",
     "UbunyeIOManager",
     "UbunyeResource",

@@ -23,13 +23,13 @@ from pydantic import BaseModel, ConfigDict, WithJsonSchema, create_model, model_
 from pydantic.fields import FieldInfo
 
 from ubunye_dagster import dagster_internals as internals
-from ubunye_dagster.adoption import (
+from ubunye_dagster.adoption.with_ubunye import (
     DEFAULT_IO_MANAGER_KEY,
     RESOURCE_KEY,
     ReceiptSettings,
     stored_by_default,
 )
-from ubunye_dagster.early_failures import watch_early_failures
+from ubunye_dagster.receipts.early_failures import watch_early_failures
 from ubunye_dagster.strict_fields import refuse_unknown_fields
 
 # `dg list components` lists every component type of this module: the dbt one too when the dbt

@@ -2,7 +2,7 @@
 
 The step execution context and the job's asset layer are Dagster internals: a Dagster upgrade
 is checked here, and ``tests/test_dagster_internals.py`` fails loudly when one of these moves.
-What a read gives back is plain (a :class:`~ubunye_dagster.records.Subject`, keys, text).
+What a read gives back is plain (facts, keys, text); records are built from it elsewhere.
 """
 
 from __future__ import annotations
@@ -35,10 +35,6 @@ except ImportError:  # Dagster 1.10 keeps the three one package up
     from dagster._core.definitions.asset_graph import AssetNode
     from dagster._core.definitions.asset_layer import AssetLayer
 
-from ubunye_core.store import encode_name
-from ubunye_dagster.identity import package_for_group
-from ubunye_dagster.metadata import CODE_FOLDER
-from ubunye_dagster.records import Subject
 
 # Dagster types used by name elsewhere in the glue (no public alias exists for them), and the
 # tags Dagster puts on a step's materialisation: its code version, and one data version per
@@ -151,98 +147,25 @@ def function_folder(op_def: dg.OpDefinition) -> str | None:
     return str(Path(source).resolve().parent) if source else None
 
 
-def time_window_of(
-    partitions_def: dg.PartitionsDefinition | None, partition_key: str | None
-) -> tuple[Any, Any] | None:
-    """The time window of a partition (of a time dimension for a multi-partition), else None."""
-    if partitions_def is None or partition_key is None:
-        return None
-    if isinstance(partitions_def, dg.MultiPartitionsDefinition):
-        by_dimension = getattr(partition_key, "keys_by_dimension", None) or {}
-        for dimension in partitions_def.partitions_defs:
-            if dimension.name in by_dimension:
-                window = time_window_of(dimension.partitions_def, by_dimension[dimension.name])
-                if window is not None:
-                    return window
-        return None
-    if not isinstance(partitions_def, dg.TimeWindowPartitionsDefinition):
-        return None
-    window = partitions_def.time_window_for_partition_key(partition_key)
-    return (window.start, window.end)
+@dataclass(frozen=True)
+class StepIdentity:
+    """Who a step is, as its context knows it: its run, key, job, op and the op's config."""
+
+    run: dg.DagsterRun
+    step_key: str
+    job_name: str
+    op_def: dg.OpDefinition
+    op_config: Any
 
 
-def _as_partition_key(
-    partitions_def: dg.PartitionsDefinition | None, partition_key: str | None
-) -> str | None:
-    """A multi-partition key as a ``MultiPartitionKey`` (the event log gives it as text)."""
-    if (
-        isinstance(partitions_def, dg.MultiPartitionsDefinition)
-        and partition_key is not None
-        and not isinstance(partition_key, dg.MultiPartitionKey)
-    ):
-        return partitions_def.get_partition_key_from_str(partition_key)
-    return partition_key
-
-
-def asset_subject(
-    *,
-    run: dg.DagsterRun,
-    step_key: str,
-    asset_key: dg.AssetKey,
-    facts: AssetFacts,
-    partition_key: str | None,
-    op_def: dg.OpDefinition,
-    op_config: Any,
-) -> Subject:
-    """What an asset (partition)'s record is about; the one place a record's subject is read."""
-    code_folder = facts.metadata.get(CODE_FOLDER)
-    partition_key = _as_partition_key(facts.partitions_def, partition_key)
-    by_dimension = getattr(partition_key, "keys_by_dimension", None)
-    return Subject(
-        dagster_run_id=run.run_id,
-        step_key=step_key,
-        package=package_for_group(facts.group_name),
-        key_parts=tuple(str(part) for part in asset_key.path),
-        partition_key=partition_key,
-        partition_dimensions=dict(by_dimension) if by_dimension else None,
-        time_window=time_window_of(facts.partitions_def, partition_key),
-        declared_code_folder=str(getattr(code_folder, "value", code_folder) or "") or None,
-        function_folder=function_folder(op_def),
-        op_config=op_config,
-        code_version=facts.code_version,
-        tags=dict(run.tags),
-        job_name=run.job_name,
-    )
-
-
-def step_asset_subject(
-    step_context: StepExecutionContext, asset_key: dg.AssetKey, partition_key: str | None
-) -> Subject:
-    """The subject of an asset's record, read from the step that materialises it."""
-    return asset_subject(
+def step_identity(step_context: StepExecutionContext) -> StepIdentity:
+    """The step's run, key, job, op definition and op config."""
+    return StepIdentity(
         run=step_context.dagster_run,
         step_key=step_context.step.key,
-        asset_key=asset_key,
-        facts=asset_facts(step_context, asset_key),
-        partition_key=partition_key,
+        job_name=step_context.job_name,
         op_def=step_context.op_def,
         op_config=step_context.op_config,
-    )
-
-
-def step_op_subject(step_context: StepExecutionContext, output_name: str) -> Subject:
-    """The subject of an op output's record: package = job name, task = ``<op>.<output>``."""
-    run = step_context.dagster_run
-    return Subject(
-        dagster_run_id=run.run_id,
-        step_key=step_context.step.key,
-        package=encode_name(step_context.job_name),
-        key_parts=(step_context.op_def.name, output_name),
-        model="op",
-        function_folder=function_folder(step_context.op_def),
-        op_config=step_context.op_config,
-        tags=dict(run.tags),
-        job_name=step_context.job_name,
     )
 
 

@@ -23,10 +23,10 @@ from pydantic import Field, field_validator, model_validator
 from ubunye_core.records.model import RunRecord, StepRecord
 from ubunye_core.store import LineageStore
 from ubunye_dagster import dagster_internals as internals
-from ubunye_dagster.asset_receipt import save_asset_output
-from ubunye_dagster.identity import DEFAULT_USECASE, check_usecase
-from ubunye_dagster.pipes import PipesReceipts, run_pipes_with_receipts
-from ubunye_dagster.session import close_run, open_session
+from ubunye_dagster.own_rows.asset_receipt import save_asset_output
+from ubunye_dagster.own_rows.pipes import PipesReceipts, run_pipes_with_receipts
+from ubunye_dagster.receipts.identity import DEFAULT_USECASE, check_usecase
+from ubunye_dagster.receipts.session import close_run, open_session
 from ubunye_dagster.strict_fields import refuse_unknown_fields
 from ubunye_rows.hashing import Fingerprint, fingerprint
 

@@ -10,6 +10,8 @@ import difflib
 from collections.abc import Mapping
 from typing import Any
 
+from pydantic import BaseModel, ConfigDict, model_validator
+
 
 class UnknownSettingError(TypeError):
     """A settings class was given a field it does not have."""
@@ -38,3 +40,14 @@ def _problem(owner: str, name: str, fields: list[str], belongs_to: Mapping[str, 
     close = difflib.get_close_matches(name, fields, n=3, cutoff=0.6)
     hint = f" (did you mean {' or '.join(repr(c) for c in close)}?)" if close else ""
     return f"{owner} has no field '{name}'{hint}"
+
+
+class StrictSettings(BaseModel):
+    """A frozen settings model that refuses a field it does not have, naming the closest ones."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _known_fields_only(cls, data: Any) -> Any:
+        return refuse_unknown_fields(cls, data)

@@ -17,7 +17,13 @@ from ubunye_rows.hashing import (
     fingerprint_rows,
 )
 from ubunye_rows.hashing.digest import data_hash, schema_hash
-from ubunye_rows.sketch import BUCKETS, SKETCH_FORMAT, Sketch, combine, fingerprint_of_sketch
+from ubunye_rows.hashing.sketch import (
+    BUCKETS,
+    SKETCH_FORMAT,
+    Sketch,
+    combine,
+    fingerprint_of_sketch,
+)
 
 __version__ = "0.1.0"
 

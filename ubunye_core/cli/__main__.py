@@ -2,6 +2,6 @@
 
 import sys
 
-from ubunye_core.cli.commands import main
+from ubunye_core.cli import main
 
 sys.exit(main())

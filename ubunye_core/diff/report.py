@@ -20,7 +20,7 @@ from ubunye_core.records.sketches import step_sketch
 from ubunye_core.store import LineageStore
 from ubunye_core.wording import counted
 from ubunye_rows.hashing.digest import Fingerprint
-from ubunye_rows.sketch import BUCKETS, Sketch, combine
+from ubunye_rows.hashing.sketch import BUCKETS, Sketch, combine
 
 
 class ReportError(Exception):

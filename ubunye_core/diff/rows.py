@@ -18,8 +18,8 @@ from typing import TYPE_CHECKING, Any
 from ubunye_rows.hashing.arrow_lines import slice_lines
 from ubunye_rows.hashing.fingerprint import arrow_schema_pairs
 from ubunye_rows.hashing.lanes import line_digests
+from ubunye_rows.hashing.sketch import Sketch, add_digest_buckets, empty_bucket_arrays
 from ubunye_rows.hashing.table_lanes import table_digests
-from ubunye_rows.sketch import Sketch, add_digest_buckets, empty_bucket_arrays
 
 if TYPE_CHECKING:
     import numpy as np

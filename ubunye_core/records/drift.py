@@ -1,9 +1,9 @@
 """Judging one materialisation's receipt against the previous one of the same asset and partition.
 
 Pure and engine neutral (no Dagster, no frame library): plain values or run records
-(``RunRecord``) in, a `Judgement` out. The drift sensor (`ubunye_dagster.sensor`) reads receipts
-from the Dagster event log; `ubunye-dagster lineage compare` judges two run records with the same
-rules.
+(``RunRecord``) in, a `Judgement` out. The drift sensor (`ubunye_dagster.drift.sensor`) reads
+receipts from the Dagster event log; `ubunye-dagster lineage compare` judges two run records
+with the same rules.
 """
 
 from __future__ import annotations

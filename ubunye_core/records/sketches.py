@@ -11,7 +11,7 @@ from typing import Any
 from ubunye_core.locations import StoreAccess
 from ubunye_core.records.model import SKETCH_FIELD, StepRecord
 from ubunye_rows.hashing.digest import Fingerprint
-from ubunye_rows.sketch import Sketch, combine
+from ubunye_rows.hashing.sketch import Sketch, combine
 
 
 def step_sketch(step: Any) -> Sketch | None:

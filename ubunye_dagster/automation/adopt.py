@@ -16,9 +16,9 @@ from ubunye_dagster import dagster_internals as internals
 from ubunye_dagster.automation.conditions import reads_content
 from ubunye_dagster.automation.observe import RESOURCE_KEY, observed_source
 from ubunye_dagster.automation.sources import Source, as_source
-from ubunye_dagster.io_manager import UbunyeIOManager
-from ubunye_dagster.metadata import CODE_FOLDER
-from ubunye_dagster.wrapped_io_manager import ReceiptIOManager
+from ubunye_dagster.io.io_manager import UbunyeIOManager
+from ubunye_dagster.io.wrapped_io_manager import ReceiptIOManager
+from ubunye_dagster.receipts.metadata import CODE_FOLDER, plain
 from ubunye_rows.evidence import code_hash
 
 
@@ -126,7 +126,7 @@ def _automated(
         if spec.key not in receipted:
             return spec
         declared = spec.metadata.get(CODE_FOLDER)
-        folder = str(getattr(declared, "value", declared) or "") or code_folder or function_folder
+        folder = str(plain(declared) or "") or code_folder or function_folder
         return spec.replace_attributes(
             automation_condition=spec.automation_condition or condition,
             code_version=spec.code_version or code_hash(folder),

@@ -14,7 +14,8 @@ import dagster as dg
 
 from ubunye_core.records.model import RunRecord, StepRecord
 from ubunye_dagster import dagster_internals as internals
-from ubunye_dagster.records import RecordPlace, close_record, fill_record, running_record
+from ubunye_dagster.receipts import subjects
+from ubunye_dagster.receipts.records import RecordPlace, close_record, fill_record, running_record
 
 #: The record's ``model``: what made it (``asset`` for a materialisation).
 OBSERVATION = "observation"
@@ -30,7 +31,7 @@ def save_observation(
     """Save the observation record of ``asset_key`` holding ``step``; returns it and its path."""
     step_context = internals.step_context_of(context)
     subject = dataclasses.replace(
-        internals.step_asset_subject(step_context, asset_key, None),
+        subjects.step_asset_subject(step_context, asset_key, None),
         model=OBSERVATION,
         declared_code_folder=None,
         function_folder=None,

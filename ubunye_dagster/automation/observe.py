@@ -17,7 +17,7 @@ import dagster as dg
 
 from ubunye_dagster.automation.observation_records import save_observation
 from ubunye_dagster.automation.sources import Source, as_source
-from ubunye_dagster.metadata import output_metadata
+from ubunye_dagster.receipts.metadata import output_metadata
 
 #: The resource key of the ``UbunyeResource`` an observation records with (``with_ubunye``
 #: and the component give it).

@@ -11,14 +11,14 @@ import time
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import Field
 
 from ubunye_core.materialisations.stored import read_stored
 from ubunye_core.records.model import StepRecord
-from ubunye_dagster.masking import mask_error
-from ubunye_dagster.storage.warehouse_tables import StoredSlice, hash_in_warehouse
-from ubunye_dagster.strict_fields import refuse_unknown_fields
-from ubunye_dagster.warehouse import Warehouse
+from ubunye_dagster.receipts.masking import mask_error
+from ubunye_dagster.strict_fields import StrictSettings
+from ubunye_dagster.warehouse.relations import StoredSlice, hash_in_warehouse
+from ubunye_dagster.warehouse.settings import Warehouse
 from ubunye_rows import fingerprint
 
 #: How an observation's step says where its data hash came from: the rows as they are stored.
@@ -29,14 +29,7 @@ class MissingSourceError(ValueError):
     """An observed source is known, when the definitions load, not to exist."""
 
 
-class _Source(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    @model_validator(mode="before")
-    @classmethod
-    def _known_fields_only(cls, data: Any) -> Any:
-        return refuse_unknown_fields(cls, data)
-
+class _Source(StrictSettings):
     cron: str | None = Field(
         default=None,
         description="When the automation daemon observes the source (a cron schedule, UTC); "

@@ -19,7 +19,7 @@ import dagster as dg
 from dagster_dbt import DbtCliResource, DbtProjectComponent
 
 from ubunye_dagster.dbt.receipts import with_dbt_receipts
-from ubunye_dagster.identity import DEFAULT_USECASE
+from ubunye_dagster.receipts.identity import DEFAULT_USECASE
 from ubunye_dagster.resource import UbunyeResource
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 from functools import lru_cache
 from importlib.metadata import PackageNotFoundError, version
 
-from ubunye_dagster.asset_receipt import ProcessEvidence
+from ubunye_dagster.own_rows.asset_receipt import ProcessEvidence
 from ubunye_rows.evidence import environment, environment_hash
 
 #: The database driver an adapter runs on, by dbt adapter type.

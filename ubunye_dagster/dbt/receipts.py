@@ -24,7 +24,6 @@ import dagster as dg
 
 from ubunye_core.records.model import StepRecord
 from ubunye_dagster import dagster_internals as internals
-from ubunye_dagster.asset_receipt import save_asset_output
 from ubunye_dagster.dbt.evidence import dbt_evidence
 from ubunye_dagster.dbt.nodes import (
     DbtNode,
@@ -33,9 +32,10 @@ from ubunye_dagster.dbt.nodes import (
     node_of,
 )
 from ubunye_dagster.dbt.warehouse import Unreachable, Warehouse, hashed_step, warehouse_of
-from ubunye_dagster.masking import mask_error
-from ubunye_dagster.records import RecordPlace
-from ubunye_dagster.session import LoadedInput, open_session
+from ubunye_dagster.own_rows.asset_receipt import save_asset_output
+from ubunye_dagster.receipts.masking import mask_error
+from ubunye_dagster.receipts.records import RecordPlace
+from ubunye_dagster.receipts.session import LoadedInput, open_session
 
 #: What a step taken from a node's receipt of the same invocation says about itself.
 SAME_RUN_NOTE = "the receipt its dbt node got in the same invocation (its rows not hashed again)"

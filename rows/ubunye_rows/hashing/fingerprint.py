@@ -14,6 +14,7 @@ from ubunye_rows.hashing.digest import (
     schema_hash,
 )
 from ubunye_rows.hashing.lanes import bucket_totals_lanes
+from ubunye_rows.hashing.sketch import BUCKETS, Sketch
 from ubunye_rows.hashing.table_lanes import table_buckets
 from ubunye_rows.hashing.types import refuse_duplicate_names, schema_pairs
 
@@ -40,7 +41,6 @@ def arrow_fingerprint_or_raise(data: Any) -> Fingerprint:
     refuse_duplicate_names(table.column_names)
     names = sorted(table.column_names)
     kinds = dict(pairs)
-    from ubunye_rows.sketch import Sketch
 
     # A table without columns sums to zero, as the reference has always recorded it.
     if not names:
@@ -65,7 +65,6 @@ def fingerprint_rows(
     rows: Iterable[Mapping[str, Any]], schema: Sequence[tuple[str, str]]
 ) -> Fingerprint:
     """The fingerprint of rows already in memory, one canonical line at a time (the spec path)."""
-    from ubunye_rows.sketch import BUCKETS, Sketch
 
     counts, lane_a, lane_b = [0] * BUCKETS, [0] * BUCKETS, [0] * BUCKETS
     for line in canonical_lines(rows, schema):

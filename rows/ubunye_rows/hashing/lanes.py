@@ -20,6 +20,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from ubunye_rows.hashing import native
+from ubunye_rows.hashing.sketch import add_digest_buckets, empty_bucket_arrays
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -104,10 +105,9 @@ def sum_line_lanes(
 def bucket_line_lanes(lines: pa.Array | pa.ChunkedArray, *, threads: int | None = None) -> Any:
     """Per-bucket row counts and lane sums of ``lines`` as a (3, 256) uint64 numpy array.
 
-    A line's bucket is the first byte of its SHA-256 (``ubunye_rows.sketch``); the buckets'
+    A line's bucket is the first byte of its SHA-256 (``ubunye_rows.hashing.sketch``); the buckets'
     sums add up to :func:`sum_line_lanes`.
     """
-    from ubunye_rows.sketch import empty_bucket_arrays
 
     pieces = _line_pieces(lines)
     if not pieces:
@@ -177,7 +177,6 @@ def bucket_slices_lanes(
     At most ``threads + 1`` slices are in flight, so memory stays bounded by the slice size.
     Sums are order free, so the result is the same for any number of threads.
     """
-    from ubunye_rows.sketch import empty_bucket_arrays
 
     count = _thread_count(threads)
 
@@ -276,7 +275,6 @@ def _hashlib_digests(piece: pa.Array) -> Any:
 
 def _hashlib_buckets(pieces: list[pa.Array]) -> Any:
     """Per-bucket counts and lane sums by ``hashlib``."""
-    from ubunye_rows.sketch import add_digest_buckets, empty_bucket_arrays
 
     totals = empty_bucket_arrays()
     for piece in pieces:

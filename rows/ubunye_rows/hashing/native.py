@@ -28,9 +28,6 @@ INSTALL_COMMAND = "pip install ubunye-rows  (from a clone: pip install ./rows)"
 #: specification) builds every line and ``hashlib`` hashes it, e.g. to compare the two.
 KERNEL_ENV = "UBUNYE_HASH_KERNEL"
 KERNEL_SETTINGS = ("auto", "native", "python")
-#: The setting ``KERNEL_ENV`` replaced (it chose the engine for prebuilt lines alone); set, it
-#: is an error naming the new one, so no bench or test quietly measures another path.
-RETIRED_ENGINE_ENV = "UBUNYE_HASH_ENGINE"
 
 #: How often the Python path stood in: ``columns`` written by it, ``tables`` hashed by it whole
 #: (``panics``: of those, after a kernel panic; ``unavailable``: the extension did not import).
@@ -66,15 +63,7 @@ def _import_kernel() -> ModuleType | None:
 
 
 def kernel_setting() -> str:
-    """``UBUNYE_HASH_KERNEL`` as one of ``KERNEL_SETTINGS``; a ValueError for any other value or
-    when the retired ``UBUNYE_HASH_ENGINE`` is set."""
-    retired = os.environ.get(RETIRED_ENGINE_ENV, "").strip()
-    if retired:
-        raise ValueError(
-            f"{RETIRED_ENGINE_ENV} is no longer read; {KERNEL_ENV} is the one setting: "
-            f"{KERNEL_ENV}=python for hashlib and the Python path, {KERNEL_ENV}=native to require "
-            f"the kernel (found {RETIRED_ENGINE_ENV}={retired!r})"
-        )
+    """``UBUNYE_HASH_KERNEL`` as one of ``KERNEL_SETTINGS``; a ValueError for any other value."""
     wanted = os.environ.get(KERNEL_ENV, "auto").strip().lower() or "auto"
     if wanted not in KERNEL_SETTINGS:
         raise ValueError(f"{KERNEL_ENV} must be auto, native or python, not {wanted!r}")

@@ -24,14 +24,12 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ubunye_rows.hashing.digest import LANE_MASK, Fingerprint
+from ubunye_rows.hashing.sketch import BUCKETS, Sketch, fingerprint_of_sketch
 from ubunye_rows.hashing.spark_arrow import WorkerCannotWriteLine
 from ubunye_rows.hashing.types import Kind, UnsupportedTypeError, refuse_duplicate_names
-
-if TYPE_CHECKING:
-    from ubunye_rows.sketch import Sketch
 
 #: Options that make ``to_json`` write the canonical line whatever the session says: instants in
 #: UTC to the microsecond, wall-clock timestamps and dates as ISO text, null fields left out.
@@ -135,8 +133,6 @@ def fingerprint_spark(df: Any) -> Fingerprint:
 
     Raises when the rows cannot be read (or the column names are ambiguous); the caller reports it.
     """
-    from ubunye_rows.sketch import fingerprint_of_sketch
-
     return fingerprint_of_sketch(spark_sketch(df))
 
 
@@ -164,8 +160,6 @@ def spark_sketch(df: Any) -> Sketch:
     """
     from pyspark.sql import functions as F
 
-    from ubunye_rows.sketch import Sketch
-
     pairs = spark_schema_pairs(df)
     if not df.schema.fields:
         # rows-v1: a table without columns has lane sums of zero; only its rows are counted.
@@ -187,7 +181,6 @@ def spark_sketch(df: Any) -> Sketch:
 
 def sketch_of_bucket_rows(pairs: Sequence[tuple[str, str]], rows: Sequence[Any]) -> Sketch:
     """The sketch from rows of (bucket, row count, lane A's three piece sums, lane B's)."""
-    from ubunye_rows.sketch import BUCKETS, Sketch
 
     totals = [[0] * BUCKETS for _ in range(3)]
     for row in rows:

@@ -18,6 +18,8 @@ from collections.abc import Iterable, Iterator, Sequence
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
+from ubunye_rows.hashing.sketch import empty_bucket_arrays
+
 if TYPE_CHECKING:
     import pyarrow as pa
 
@@ -74,7 +76,6 @@ def partition_lane_pieces(
     import pyarrow as pa
 
     from ubunye_rows.hashing.table_lanes import table_buckets
-    from ubunye_rows.sketch import empty_bucket_arrays
 
     totals = empty_bucket_arrays()
     for group in _row_groups(batches, columns, names):

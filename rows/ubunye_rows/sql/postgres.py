@@ -178,7 +178,7 @@ def fingerprint_postgres(
     the kernel instead (an ADBC connection only). Unless ``self_check`` is False, PostgreSQL
     first proves its SQL (``dialect``, :class:`PostgresDialect` by default) on the golden
     vectors, once per process (:mod:`ubunye_rows.sql.self_check`); where it does not, the rows
-    are streamed (an ADBC connection; a TypeError saying so on another).
+    are streamed to the kernel.
 
     Raises UnsupportedTypeError for a column rows-v1 has no type for, LookupError for a relation
     PostgreSQL does not have, the driver's error otherwise.
@@ -211,16 +211,11 @@ def fingerprint_postgres(
 
 
 def _streamed_instead(connection: Any, name: str, rows: str, dialect: Dialect) -> Fingerprint:
-    """The rows streamed to the kernel as Arrow (the database's SQL is not trusted)."""
+    """The rows streamed to the kernel (the database's SQL is not trusted): through the
+    connection's Arrow fetch, else its rows typed by the catalog's columns."""
     cursor = connection.cursor()
     try:
         columns = columns_of(cursor, name)
-        if not hasattr(cursor, "fetch_record_batch"):
-            raise TypeError(
-                "rows-v1 in this PostgreSQL is not trusted (the self-check disagreed: see the "
-                "warning of ubunye_rows.sql.self_check), and streaming its rows to the kernel "
-                "needs an ADBC connection (adbc_driver_postgresql.dbapi.connect)"
-            )
     finally:
         cursor.close()
     listed = ", ".join(

@@ -5,17 +5,25 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterable, Sequence
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
-from ubunye_rows.hashing.digest import LANE_MASK, Fingerprint, data_hash, schema_hash
+from ubunye_rows.hashing.digest import (
+    IN_DATABASE,
+    LANE_MASK,
+    STREAMED,
+    Fingerprint,
+    data_hash,
+    schema_hash,
+)
 from ubunye_rows.hashing.infinities import (
     InfiniteValueError,
     holds_times,
     refuse_infinite_values,
 )
 from ubunye_rows.hashing.lanes import bucket_line_lanes
+from ubunye_rows.hashing.sketch import BUCKETS, Sketch, empty_bucket_arrays
 from ubunye_rows.hashing.types import canonical_type
-from ubunye_rows.sketch import BUCKETS, Sketch, empty_bucket_arrays
 from ubunye_rows.sql.dialects import INFINITE_VALUE_OF, Dialect, quote_identifier
 from ubunye_rows.sql.query import (
     Column,
@@ -46,9 +54,8 @@ def fingerprint_in_database(
     pairs = column_pairs(columns)
     try:
         if not by_kernel:
-            return fingerprint_of_buckets(
-                pairs, fetch_rows(buckets_query(dialect, columns, rows)), hashed_in="database"
-            )
+            found = fingerprint_of_buckets(pairs, fetch_rows(buckets_query(dialect, columns, rows)))
+            return replace(found, hashed_in=IN_DATABASE)
         found = segments(dialect, columns, by_kernel)
         totals = empty_bucket_arrays()
         for batch in stream_batches(segments_query(dialect, found, rows)):
@@ -58,10 +65,7 @@ def fingerprint_in_database(
         if refused is None:
             raise
         raise refused from error
-    written_here = len(by_kernel) < len(columns)
-    return fingerprint_of_sketch_arrays(
-        pairs, totals, hashed_in="database" if written_here else "streamed"
-    )
+    return replace(fingerprint_of_sketch_arrays(pairs, totals), hashed_in=STREAMED)
 
 
 def infinite_value_error(error: Exception, columns: Sequence[Column]) -> InfiniteValueError | None:
@@ -78,7 +82,7 @@ def infinite_value_error(error: Exception, columns: Sequence[Column]) -> Infinit
 
 
 def fingerprint_of_buckets(
-    pairs: Sequence[tuple[str, str]], rows: Iterable[Sequence[Any]], hashed_in: str | None = None
+    pairs: Sequence[tuple[str, str]], rows: Iterable[Sequence[Any]]
 ) -> Fingerprint:
     """The fingerprint from ``(bucket, rows, sum A, sum B)`` rows (sums of any size, any sign:
     they are taken modulo 2**64); buckets that no row fell in may be missing."""
@@ -90,21 +94,17 @@ def fingerprint_of_buckets(
         counts[index] = int(count)
         lane_a[index] = int(sum_a) & LANE_MASK
         lane_b[index] = int(sum_b) & LANE_MASK
-    return fingerprint_of_sketch_arrays(pairs, [counts, lane_a, lane_b], hashed_in)
+    return fingerprint_of_sketch_arrays(pairs, [counts, lane_a, lane_b])
 
 
-def fingerprint_of_sketch_arrays(
-    pairs: Sequence[tuple[str, str]], totals: Any, hashed_in: str | None = None
-) -> Fingerprint:
-    """The fingerprint of per-bucket counts and lane sums, with the table's schema pairs;
-    ``hashed_in`` says where the lines were written (``"database"``, ``"streamed"``)."""
+def fingerprint_of_sketch_arrays(pairs: Sequence[tuple[str, str]], totals: Any) -> Fingerprint:
+    """The fingerprint of per-bucket counts and lane sums, with the table's schema pairs."""
     sketch = Sketch.from_arrays(pairs, totals)
     return Fingerprint(
         schema_hash=schema_hash(pairs),
         data_hash=data_hash(pairs, sketch.rows, sketch.lane_sums()),
         row_count=sketch.rows,
         sketch=sketch,
-        hashed_in=hashed_in,
     )
 
 

@@ -1,0 +1,1 @@
+"""One-step adoption: ``with_ubunye`` and the failure hooks it adds."""

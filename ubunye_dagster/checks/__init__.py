@@ -1,0 +1,1 @@
+"""Expectations: rules on an output's rows, counted as it is written, and their asset checks."""

@@ -1,0 +1,278 @@
+"""Another IO manager's storage: it stores and loads the objects, the rows are hashed in memory,
+or, for a warehouse's tables, in the database.
+
+A write's object is checked before it is handed to the inner IO manager and hashed before it
+(in memory) or after it (in the warehouse: the table or partition slice the inner stored); a
+read's object is whatever the inner IO manager loads (several partitions at once, when it loads
+them so), hashed after it is loaded (in the warehouse: the slice the writer stated).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+from typing import Any
+
+import dagster as dg
+
+from ubunye_dagster.io.handlers import FrameHandler, LoadedFrame, StagedWrite, default_handlers
+from ubunye_dagster.io.handlers.arrow_backed import ArrowBackedHandler, ArrowRows
+from ubunye_dagster.io.handlers.base import RowsOf, TableSlice
+from ubunye_dagster.io.handlers.pyspark import SparkRows
+from ubunye_dagster.io.storage.base import Part, ReadRequest, Storage, StoredRead
+from ubunye_dagster.io.storage.warehouse_tables import StoredRows, hash_stated_table, metadata_text
+from ubunye_dagster.receipts.metadata import URI
+from ubunye_dagster.warehouse.settings import AnyWarehouse
+from ubunye_rows import Fingerprint
+
+
+def stated_location(metadata: Mapping[str, Any], kind: str | None = None) -> str | None:
+    """Where output metadata says the data is: a URI or path as stated, a table as
+    ``<storage kind>:<table>`` (``duckdb:warehouse.duckdb.shop.orders``), the kind from
+    ``kind`` when the metadata names none; None when silent."""
+    found = metadata_text(metadata, URI) or metadata_text(metadata, "path")
+    if found:
+        return found
+    table = metadata_text(metadata, "dagster/table_name") or metadata_text(metadata, "table_name")
+    # Dagster 1.10's DbIOManager logs no storage kind; the warehouse the table is in is one.
+    kind = metadata_text(metadata, "dagster/storage_kind") or kind
+    return f"{kind}:{table}" if table and kind else table
+
+
+def rows_in_memory(handler: FrameHandler, obj: Any) -> Any:
+    """A frame's rows as the hash and the rules see them (``fingerprint``, ``schema_pairs``,
+    ``rows_view``), without storing anything."""
+    if isinstance(handler, ArrowBackedHandler):
+        return ArrowRows(handler.to_arrow(obj), handler.kind)
+    return SparkRows(obj)  # Spark: the DataFrame itself, hashed and counted where it lives
+
+
+class HandOver(RowsOf, StagedWrite):
+    """An object hashed and checked in memory; committing hands it to the inner IO manager."""
+
+    def __init__(
+        self, rows: Any, inner: dg.IOManager, context: Any, obj: Any, where: str, name: str
+    ):
+        super().__init__(location=where)
+        self.format = name
+        self.rows = rows
+        self.inner = inner
+        self.context = context
+        self.obj = obj
+
+    def commit(self, notes: Mapping[str, str]) -> None:
+        # The inner IO manager keeps no notes of ours: reads are verified against Dagster's
+        # record of the materialisation instead.
+        with self.write_watch.timing():
+            self.inner.handle_output(self.context, self.obj)
+        metadata = self.context.get_logged_metadata()
+        self.location = stated_location(metadata, self.storage_kind()) or self.location
+
+    def storage_kind(self) -> str | None:
+        """The kind of storage the inner writes a table to, when the metadata names none."""
+        return None
+
+    def discard(self) -> None:
+        self.obj = None  # nothing was handed over
+
+
+class TableHandOver(HandOver):
+    """An object checked in memory and handed to the inner IO manager; its receipt is the
+    table (or partition slice) the inner stored, hashed in ``warehouse`` after the commit."""
+
+    hashed_after_commit = True
+
+    def __init__(self, handed: HandOver, warehouse: AnyWarehouse, partitioned: bool):
+        """``handed`` hashed in ``warehouse`` once stored; ``partitioned`` when it is one
+        partition (its slice must be stated)."""
+        args = (handed.rows, handed.inner, handed.context, handed.obj, handed.location)
+        super().__init__(*args, handed.format)
+        self.warehouse = warehouse
+        self.partitioned = partitioned
+        self.stored: StoredRows | None = None
+
+    def stored_fingerprint(self) -> Fingerprint:
+        metadata = self.context.get_logged_metadata()
+        stated_by = f"{self.format}'s output metadata"
+        self.stored = hash_stated_table(metadata, self.warehouse, self.partitioned, stated_by)
+        return self.stored.fingerprint
+
+    def fingerprint(self) -> Fingerprint:
+        """The stored rows' rows-v1 (the pipeline asks only after the commit)."""
+        return self.stored.fingerprint if self.stored else self.stored_fingerprint()
+
+    def storage_kind(self) -> str | None:
+        return self.warehouse.kind
+
+    def schema_pairs(self) -> list[tuple[str, str]]:
+        """The stored columns' rows-v1 types, by name; LookupError before they are hashed."""
+        if self.stored is None or self.stored.schema_pairs is None:
+            raise LookupError(f"the {self.warehouse.kind} table's column types are not known")
+        return self.stored.schema_pairs
+
+
+@dataclass
+class Preloaded:
+    """An object the inner IO manager loaded, standing where a path stands for a Parquet read."""
+
+    frame: Any
+    location: str
+    read_seconds: float
+    #: The writer's materialisation metadata, when the rows are hashed in the warehouse.
+    stated: Mapping[str, Any] | None = None
+    #: Whose metadata ``stated`` is, for errors.
+    stated_by: str = ""
+
+    def __str__(self) -> str:
+        return self.location
+
+
+@dataclass(frozen=True)
+class PreloadedPart(Part):
+    """A part whose object the inner IO manager has already loaded."""
+
+    frame: Any = None
+    read_seconds: float = 0.0
+    #: False when the object holds several partitions at once (no single recorded digest).
+    verifiable: bool = True
+
+
+class InnerStorageHandler(FrameHandler):
+    """One frame library's rows, stored and loaded by the inner IO manager instead of as
+    Parquet: staging hashes them in memory, loading hashes what the inner IO manager loaded."""
+
+    def __init__(
+        self, frames: FrameHandler, inner: dg.IOManager, name: str, warehouse: AnyWarehouse | None
+    ):
+        self.frames = frames
+        self.inner = inner
+        self.kind = frames.kind
+        self.backend = frames.backend
+        self.storage = name
+        self.warehouse = warehouse
+
+    def accepts_type(self, cls: type) -> bool:
+        return self.frames.accepts_type(cls)
+
+    def stage(self, obj: Any, where: TableSlice, context: Any) -> StagedWrite:
+        rows = rows_in_memory(self.frames, obj)
+        handed = HandOver(rows, self.inner, context, obj, str(where.location), self.storage)
+        if self.warehouse is None:
+            return handed
+        return TableHandOver(handed, self.warehouse, where.partition_key is not None)
+
+    def load(
+        self, where: TableSlice, context: Any, as_type: Any = None, digest_with: str | None = None
+    ) -> LoadedFrame:
+        # The inner IO manager's storage has no bytes of ours to digest: rows are always hashed.
+        preloaded = where.location
+        if self.warehouse is not None and preloaded.stated is not None:
+            warehouse, partitioned = self.warehouse, where.partition_key is not None
+            stated, stated_by = preloaded.stated, preloaded.stated_by
+            return LoadedFrame(
+                frame=preloaded.frame,
+                read_seconds=preloaded.read_seconds,
+                fingerprint=lambda: (
+                    hash_stated_table(stated, warehouse, partitioned, stated_by).fingerprint
+                ),
+                hash_basis="recomputed",  # the table is read again, in the database
+            )
+        rows = rows_in_memory(self.frames, preloaded.frame)
+        return LoadedFrame(
+            frame=preloaded.frame,
+            read_seconds=preloaded.read_seconds,
+            fingerprint=rows.fingerprint,
+            hash_basis="materialised" if self.kind != "spark" else "recomputed",
+        )
+
+
+class InnerIOManagerStorage(Storage):
+    """Rows stored and loaded by ``inner`` (an initialised IO manager), named ``name`` in
+    receipts; several partitions it loads as one mapping are read as one part each."""
+
+    # The partitions' own input steps are the record: the mapping is the inner IO manager's.
+    combines_partition_reads = False
+
+    def __init__(
+        self,
+        inner: dg.IOManager,
+        name: str,
+        spark_resource_key: str | None,
+        warehouse: AnyWarehouse | None = None,
+    ):
+        self.inner = inner
+        self.name = name
+        self.warehouse = warehouse
+        self._handlers = [
+            InnerStorageHandler(frames, inner, name, warehouse)
+            for frames in default_handlers(spark_resource_key)
+        ]
+
+    def handlers(self) -> list[FrameHandler]:
+        return self._handlers
+
+    def where(self, part: Part) -> str:
+        """Where the inner IO manager keeps a part, until it states it (``Name:a/b[/p]``)."""
+        extra = [] if part.partition_key is None else [str(part.partition_key)]
+        return f"{self.name}:{'/'.join([*part.key_path, *extra])}"
+
+    def slice_of(self, part: Part, handler: FrameHandler) -> TableSlice:
+        return part.slice_at(self.where(part))
+
+    def fetch(self, context: dg.InputContext, parts: list[Part]) -> list[Part]:
+        """The input loaded once by the inner IO manager: a part per partition of the mapping it
+        returns for several partitions, else one part holding the whole object."""
+        started = time.perf_counter()
+        loaded = self.inner.load_input(context)
+        seconds = round(time.perf_counter() - started, 6)
+        keys = [part.partition_key for part in parts if part.partition_key is not None]
+        if len(keys) > 1 and isinstance(loaded, Mapping) and set(loaded) <= set(keys):
+            by_key = {part.partition_key: part for part in parts}
+            return [
+                PreloadedPart(**vars(by_key[key]), frame=frame, read_seconds=seconds)
+                for key, frame in loaded.items()
+            ]
+        whole = replace(
+            parts[0],
+            partition_key=keys[0] if len(keys) == 1 else None,
+            name=context.name,
+            one_of_several=False,
+        )
+        verifiable = len(keys) <= 1
+        return [
+            PreloadedPart(**vars(whole), frame=loaded, read_seconds=seconds, verifiable=verifiable)
+        ]
+
+    def read(self, context: dg.InputContext, request: ReadRequest) -> StoredRead:
+        part = request.part
+        handler = next((h for h in self._handlers if h.accepts(part.frame)), None)
+        if handler is None:
+            raise TypeError(
+                f"{self.name} loaded a {type(part.frame).__name__}, which rows-v1 "
+                "cannot hash (pandas, pyarrow, polars or Spark frames)"
+            )
+        location = self.input_location(part, request.latest)
+        stated, stated_by = self.stated(part, request)
+        where = Preloaded(part.frame, location, part.read_seconds, stated, stated_by)
+        loaded = handler.load(part.slice_at(where), context, request.wanted)
+        return StoredRead(handler, loaded, where, verifiable=part.verifiable)
+
+    def input_location(self, part: Part, latest: dg.EventLogRecord | None) -> str:
+        """Where the writer's receipt says the input is, else where the inner keeps it."""
+        materialization = latest.asset_materialization if latest is not None else None
+        kind = self.warehouse.kind if self.warehouse is not None else None
+        stated = stated_location(materialization.metadata, kind) if materialization else None
+        return stated or self.where(part)
+
+    def stated(self, part: Part, request: ReadRequest) -> tuple[Mapping[str, Any] | None, str]:
+        """What the writer's materialisation states (empty when Dagster has none) and whose it
+        is, for a part hashed in the warehouse; None when it is hashed in memory (no warehouse,
+        or several partitions loaded as one object, which no single stated slice holds)."""
+        if self.warehouse is None or not part.verifiable:
+            return None, ""
+        latest = request.latest
+        materialization = latest.asset_materialization if latest is not None else None
+        if materialization is None:
+            return {}, f"Dagster (it records no materialisation of {part.name})"
+        return dict(materialization.metadata), f"the materialisation of {part.name} in Dagster"

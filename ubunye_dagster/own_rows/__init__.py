@@ -1,0 +1,1 @@
+"""Receipts for assets that store their own rows: ``record_output`` and Dagster Pipes."""

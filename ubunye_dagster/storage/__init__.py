@@ -1,5 +1,0 @@
-"""Where and how rows are kept, as strategies the receipt pipeline calls (see ``base``)."""
-
-from ubunye_dagster.storage.base import Part, ReadRequest, Storage, StoredRead
-
-__all__ = ["Part", "ReadRequest", "Storage", "StoredRead"]
