@@ -1,7 +1,8 @@
 """The rows-v1 conformance suite (the golden vectors and the reference's digests) run inside
-DuckDB and inside PostgreSQL: each vector loaded as a table and hashed in SQL. A vector the
-database cannot hold as it is (a type it does not have: PostgreSQL has no unsigned integers,
-structs or maps) is skipped, and which ones are is pinned below."""
+DuckDB and inside PostgreSQL: each vector loaded as a table by the loader the self-check uses
+(``ubunye_rows.sql.golden_tables``) and hashed in SQL. A vector the database cannot hold as it is
+(a type it does not have: PostgreSQL has no unsigned integers, structs or maps) is skipped, and
+which ones are is pinned (``NOT_HELD``, the list the self-check leaves out)."""
 
 from __future__ import annotations
 
@@ -13,28 +14,13 @@ from sql_engines import Engine, duckdb_engine, postgres_engine
 
 from ubunye_rows.hashing.digest import Fingerprint
 from ubunye_rows.hashing.types import schema_pairs
+from ubunye_rows.sql.golden_tables import NOT_HELD
 from ubunye_rows.testing.backend_conformance import RowsV1Conformance, vectors_for
 
 # Runs no Dagster: CI runs it on the newest Dagster only (tests/unit/test_code_shape.py checks).
 pytestmark = pytest.mark.dagster_free
 
 pytest.importorskip("duckdb")
-
-#: The golden vectors each database cannot hold with the same type names, and why.
-NOT_HELD = {
-    "duckdb": {"no_columns": "a DuckDB table has at least one column"},
-    "postgresql": {
-        "no_columns": "the test loads tables through ADBC, which needs a column",
-        "awkward_text": "PostgreSQL text cannot hold NUL (U+0000)",
-        "integers": "PostgreSQL has no one-byte integer (int8 would be held as smallint)",
-        "unsigned_and_large_types": "PostgreSQL has no unsigned integers",
-        "maps": "PostgreSQL has no map type",
-        "structs": "structs are composite types, which the hash does not read",
-        "nested": "a list of structs holding a map",
-        "map_keyed_by_decimal": "PostgreSQL has no map type",
-        "struct_field_names_with_punctuation": "structs are composite types, not read by the hash",
-    },
-}
 
 
 @pytest.fixture(scope="module")

@@ -14,7 +14,7 @@ from collections.abc import Iterator
 import numpy as np
 import pyarrow as pa
 import pytest
-from sql_engines import Engine, duckdb_engine, postgres_engine
+from sql_engines import Engine, engine_for
 
 from ubunye_rows import UnsupportedTypeError, arrow_canonical_lines, fingerprint_arrow
 from ubunye_rows.hashing.infinities import InfiniteValueError
@@ -28,12 +28,7 @@ pytest.importorskip("duckdb")
 
 @pytest.fixture(scope="module", params=["duckdb", "postgresql"])
 def engine(request, tmp_path_factory) -> Iterator[Engine]:
-    if request.param == "duckdb":
-        yield from duckdb_engine(tmp_path_factory.mktemp("duckdb"))
-    else:
-        pytest.importorskip("psycopg2")
-        pytest.importorskip("adbc_driver_postgresql")
-        yield from postgres_engine()
+    yield from engine_for(request.param, tmp_path_factory)
 
 
 def assert_same_as_the_kernel(engine: Engine, relation: str, order_by: str = "k") -> None:

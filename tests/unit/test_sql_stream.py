@@ -20,7 +20,7 @@ def test_streamed_duckdb_digest_equals_in_database_and_kernel():
     con = duckdb.connect()
     con.execute(TABLE)
     streamed = fingerprint_streamed(con, "t")
-    assert streamed == fingerprint_duckdb(con, "t")
+    assert streamed == fingerprint_duckdb(con, "t", kernel_columns=())
     assert streamed.data_hash == fingerprint(con.sql("SELECT * FROM t").to_arrow_table()).data_hash
 
 
@@ -34,3 +34,13 @@ def test_streamed_column_rows_v1_cannot_name_is_refused_by_name_and_type():
     con = duckdb.connect()
     with pytest.raises(UnsupportedTypeError, match=r"'span'.*month_day_nano_interval"):
         fingerprint_streamed(con, query="SELECT INTERVAL 3 DAY AS span")
+
+
+def test_a_duckdb_in_this_process_is_streamed_by_default_its_digest_the_same():
+    con = duckdb.connect()
+    con.execute(TABLE)
+    by_default = fingerprint_duckdb(con, "t")
+    in_duckdb = fingerprint_duckdb(con, "t", kernel_columns=())
+    assert (by_default.hashed_in, in_duckdb.hashed_in) == ("stream", "database")
+    assert by_default == in_duckdb
+    assert by_default.sketch == in_duckdb.sketch

@@ -20,6 +20,16 @@ if TYPE_CHECKING:
 
 #: Rows per Arrow batch asked of drivers that take a batch size.
 BATCH_ROWS = 1 << 16
+#: Rows per Arrow batch of a DuckDB result.
+DUCKDB_BATCH_ROWS = 1 << 17
+
+
+def duckdb_batches(connection: Any, query: str) -> pa.RecordBatchReader:
+    """``query``'s result on a duckdb connection as Arrow batches of ``DUCKDB_BATCH_ROWS`` rows
+    (its relation streams; a cursor's result would be copied)."""
+    relation = connection.sql(query)
+    reader = getattr(relation, "to_arrow_reader", None) or relation.fetch_arrow_reader
+    return reader(DUCKDB_BATCH_ROWS)
 
 
 def arrow_reader(
@@ -150,11 +160,8 @@ def fingerprint_streamed(
     if (relation is None) == (query is None):
         raise ValueError("give a relation or a query, not both and not neither")
     sql = query if query is not None else f"SELECT * FROM {relation_sql(relation)}"
-    if hasattr(connection, "sql"):  # DuckDB: its relation streams; a cursor's result is copied
-        from ubunye_rows.sql.duckdb import arrow_batches
-
-        reader = arrow_batches(connection, sql)
-        return _fingerprint_of_reader(reader, columns)
+    if hasattr(connection, "sql"):  # DuckDB
+        return _fingerprint_of_reader(duckdb_batches(connection, sql), columns)
     cursor = connection.cursor()
     try:
         return _fingerprint_of_reader(arrow_reader(cursor, sql, columns), columns)
