@@ -59,8 +59,9 @@ def the_three_ways(connection: Any) -> dict[str, Callable[[], Any]]:
         return connection.sql(f"SELECT * FROM {TABLE}").to_arrow_table()
 
     return {
-        "in DuckDB": lambda: fingerprint_duckdb(connection, TABLE),
-        # Every column streamed as Arrow batches to the kernel: memory stays a batch's.
+        "in DuckDB": lambda: fingerprint_duckdb(connection, TABLE, kernel_columns=()),
+        # Every column streamed as Arrow batches to the kernel: memory stays a batch's. The
+        # default for a DuckDB in this process (fingerprint_duckdb(connection, TABLE)).
         "streamed to kernel": lambda: fingerprint_duckdb(connection, TABLE, kernel_columns="all"),
         "Arrow + kernel": lambda: fingerprint_arrow(arrow()),
         # Arrow dtypes: a numpy float column would make the table's NaNs nulls (pandas' own
@@ -184,6 +185,7 @@ def main(argv: list[str] | None = None) -> int:
 
     module = native.kernel()
     print(f"machine: {cpu_description()}; {os.cpu_count()} cores; duckdb {duckdb.__version__}")
+    print(f"load average: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     print(
         f"kernel: {'native' if module else 'Python path'}; SHA extensions: "
         f"{bool(module and module.sha_extensions())}"

@@ -1,6 +1,6 @@
 """The outputs docs/deployment.md shows (the tested ``dagster.yaml``, what the ``lineage`` CLI
 prints from a laptop, the drift sensor's flagged tick), compared with or rewritten from those the
-deployment test collects on its run (tests/test_deployment.py).
+deployment test collects on its run (tests/system/test_deployment.py).
 
 Each block follows a marker line ``<!-- deployment-output: <name> -->`` and is replaced whole.
 The deployment test compares every block with its run (``UBUNYE_WRITE_DEPLOYMENT_DOCS=1``

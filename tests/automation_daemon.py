@@ -3,8 +3,9 @@
 rewritten each day (some with new rows, the rest with the same rows), observed in this process,
 and the daemon left to request what its conditions ask for until it settles.
 
-Shared by ``tests/test_run_what_changed.py`` and ``bench/run_what_changed_bench.py``. Reads the
-automation sensor's ticks through the instance (Dagster internals, as the daemon writes them).
+Shared by ``tests/system/test_run_what_changed.py`` and ``bench/run_what_changed_bench.py``.
+Reads the automation sensor's ticks through the instance (Dagster internals, as the daemon
+writes them).
 """
 
 from __future__ import annotations

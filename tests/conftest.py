@@ -3,7 +3,7 @@
 ``--spark-connect`` runs the ``spark`` fixture against a local Spark Connect server (one per test
 session) instead of a classic session. One Python process cannot hold both kinds of session (a
 Connect session switches pyspark's functions to Connect globally), so the classic run starts a
-second pytest with this option for the Spark Connect pass (tests/test_spark_connect.py).
+second pytest with this option for the Spark Connect pass (tests/system/test_spark_connect.py).
 """
 
 from __future__ import annotations
@@ -125,7 +125,16 @@ LONGEST_FIRST = (
 )
 
 
+#: The folders of the test kinds marked by where they are (``-m "not system"``).
+MARKED_BY_FOLDER = {"system": pytest.mark.system}
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """The longest files first, in ``LONGEST_FIRST`` order; every other test keeps its place."""
+    """The longest files first, in ``LONGEST_FIRST`` order; every other test keeps its place.
+    A test under ``tests/system`` is marked ``system``."""
     rank = {name: place for place, name in enumerate(LONGEST_FIRST)}
     items.sort(key=lambda item: rank.get(item.path.name, len(rank)))
+    for item in items:
+        marker = MARKED_BY_FOLDER.get(item.path.parent.name)
+        if marker is not None:
+            item.add_marker(marker)

@@ -15,7 +15,8 @@ from ubunye_rows.hashing.digest import Fingerprint
 from ubunye_rows.sql import fingerprint_duckdb, fingerprint_postgres
 from ubunye_rows.sql.dialects import Dialect, PostgresDialect, quote_identifier
 from ubunye_rows.sql.duckdb import columns_of as duckdb_columns
-from ubunye_rows.sql.duckdb import dialect as duckdb_dialect
+from ubunye_rows.sql.duckdb import installed_dialect as duckdb_dialect
+from ubunye_rows.sql.golden_tables import load_golden_table
 from ubunye_rows.sql.postgres import columns_of as postgres_columns
 from ubunye_rows.sql.query import line_text
 from ubunye_rows.sql.texts import written_in_sql
@@ -30,7 +31,7 @@ class Engine:
 
     name: str
     connection: Any
-    #: An ADBC connection beside it (PostgreSQL: loads tables and streams columns).
+    #: An ADBC connection beside it (PostgreSQL: streams columns, exports tables).
     adbc: Any = None
     created: list[str] = field(default_factory=list)
 
@@ -53,30 +54,23 @@ class Engine:
         return f"t{next(_names)}"
 
     def load(self, table: pa.Table) -> str:
-        """``table`` as a new table of this database, its types mapped by the database's own
-        Arrow import; the table's name."""
+        """``table`` as a new table of this database (committed), loaded by the loader the
+        self-check uses; the table's name. The database's error for a type it cannot hold."""
         name = self.new_table()
-        if self.name == "duckdb":
-            self.connection.register("arrow_source", table)
-            self.connection.execute(f"CREATE TABLE {name} AS SELECT * FROM arrow_source")
-            self.connection.unregister("arrow_source")
-        else:
-            self.run(f"CREATE TABLE {name} ({postgres_columns_sql(table.schema)})")
-            self.adbc.commit()  # a fresh transaction sees the new table
-            cursor = self.adbc.cursor()
-            try:
-                cursor.adbc_ingest(name, table, mode="append")
-            except Exception:
-                self.adbc.rollback()
-                raise
-            finally:
-                cursor.close()
-            self.adbc.commit()
+        try:
+            load_golden_table(self.connection, self.name, table, name, temporary=False)
+        except Exception:
+            if self.name == "postgresql":
+                self.connection.rollback()
+            raise
+        if self.name == "postgresql":
+            self.connection.commit()  # the ADBC session (streaming, exporting) sees it
         return name
 
     def fingerprint(self, relation: str, **options: Any) -> Fingerprint:
         """rows-v1 of ``relation`` computed inside the database."""
-        if self.name == "duckdb":
+        if self.name == "duckdb":  # in DuckDB's SQL unless told otherwise (its default streams)
+            options.setdefault("kernel_columns", ())
             return fingerprint_duckdb(self.connection, relation, **options)
         # Streaming columns to the kernel takes ADBC; every other hash runs on psycopg2.
         streams = bool(options.get("kernel_columns"))
@@ -126,37 +120,6 @@ class Engine:
         return pa.table({name: table.column(name).cast(t) for name, t in planned})
 
 
-def postgres_type(t: pa.DataType) -> str:
-    """The PostgreSQL column type holding an Arrow type exactly; TypeError when there is none
-    (ADBC's own mapping drops a decimal's precision and scale)."""
-    scalars = {
-        pa.int16(): "smallint",
-        pa.int32(): "integer",
-        pa.int64(): "bigint",
-        pa.float32(): "real",
-        pa.float64(): "double precision",
-        pa.bool_(): "boolean",
-        pa.string(): "text",
-        pa.large_string(): "text",
-        pa.binary(): "bytea",
-        pa.date32(): "date",
-    }
-    if t in scalars:
-        return scalars[t]
-    if pa.types.is_decimal(t):
-        return f"numeric({t.precision},{t.scale})"
-    if pa.types.is_timestamp(t):
-        return "timestamptz" if t.tz else "timestamp"
-    if pa.types.is_list(t) or pa.types.is_large_list(t):
-        return postgres_type(t.value_type) + "[]"
-    raise TypeError(f"PostgreSQL has no column type holding {t} exactly")
-
-
-def postgres_columns_sql(schema: pa.Schema) -> str:
-    """A CREATE TABLE column list for ``schema``."""
-    return ", ".join(f'"{f.name}" {postgres_type(f.type)}' for f in schema)
-
-
 def duckdb_engine(folder: Path) -> Iterator[Engine]:
     """A DuckDB file in ``folder``, in a session whose time zone is not UTC."""
     import duckdb
@@ -171,7 +134,7 @@ def duckdb_engine(folder: Path) -> Iterator[Engine]:
 
 def postgres_engine() -> Iterator[Engine]:
     """A temporary PostgreSQL cluster on 127.0.0.1, a psycopg2 session whose time zone is not
-    UTC, and an ADBC connection to load tables and stream columns."""
+    UTC, and an ADBC connection to stream columns."""
     import adbc_driver_postgresql.dbapi as adbc
     import psycopg2
     from postgres_cluster import postgres_cluster
@@ -185,3 +148,17 @@ def postgres_engine() -> Iterator[Engine]:
         finally:
             streaming.close()
             connection.close()
+
+
+def engine_for(kind: str, tmp_path_factory: Any) -> Iterator[Engine]:
+    """The engine a module-scoped fixture parametrised by ``kind`` (``duckdb``, ``postgresql``)
+    yields: a DuckDB file in a new folder, or a temporary PostgreSQL cluster (skipped without
+    psycopg2 or ADBC's PostgreSQL driver)."""
+    import pytest
+
+    if kind == "duckdb":
+        yield from duckdb_engine(tmp_path_factory.mktemp("duckdb"))
+    else:
+        pytest.importorskip("psycopg2")
+        pytest.importorskip("adbc_driver_postgresql")
+        yield from postgres_engine()

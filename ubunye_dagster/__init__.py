@@ -27,11 +27,11 @@ from ubunye_dagster.drift.run_tags import DRIFT_TAG
 from ubunye_dagster.drift.sensor import build_drift_sensor
 from ubunye_dagster.io.io_manager import UbunyeIOManager
 from ubunye_dagster.io.pipeline import UnverifiedReadError
-from ubunye_dagster.io.warehouse import Warehouse
 from ubunye_dagster.io.wrapped_io_manager import ReceiptIOManager, with_receipts
 from ubunye_dagster.own_rows.pipes import PipesReceipts
 from ubunye_dagster.receipts.failed_steps import build_failed_steps_sensor
 from ubunye_dagster.resource import Receipt, UbunyeResource
+from ubunye_dagster.warehouse.settings import StreamedWarehouse, Warehouse
 
 __all__ = [
     "CHECK_NAME",
@@ -50,6 +50,7 @@ __all__ = [
     "Receipt",
     "ReceiptIOManager",
     "ReceiptSettings",
+    "StreamedWarehouse",
     "TableSource",
     "UbunyeIOManager",
     "UbunyeResource",

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Annotated, Any, Literal, get_args, get_origin
 
 import dagster as dg
-from pydantic import BaseModel, ConfigDict, WithJsonSchema, create_model, model_validator
+from pydantic import BaseModel, ConfigDict, Field, WithJsonSchema, create_model, model_validator
 from pydantic.fields import FieldInfo
 
 from ubunye_dagster import dagster_internals as internals
@@ -29,6 +29,7 @@ from ubunye_dagster.adoption.with_ubunye import (
     ReceiptSettings,
     stored_by_default,
 )
+from ubunye_dagster.automation.adopt import component_sources
 from ubunye_dagster.receipts.early_failures import watch_early_failures
 from ubunye_dagster.strict_fields import refuse_unknown_fields
 
@@ -107,7 +108,15 @@ def _strict_annotation(field: FieldInfo) -> Any:
 class UbunyeReceipts(dg.Component, dg.Resolvable, ReceiptSettings):
     """Receipts for every asset of the project stored through the default IO manager: records on
     disk, metadata, data versions, verified reads and early-failure records; the drift sensor,
-    the reproducibility checks and the expectation checks. Attributes: ``ReceiptSettings``."""
+    the reproducibility checks and the expectation checks; and the sources ``observe`` names,
+    observed by their rows. Attributes: ``ReceiptSettings`` and ``observe``."""
+
+    # A plain default, not default_factory (see ReceiptSettings.storage_options).
+    observe: dict[str, dict[str, Any]] = Field(
+        default={},
+        description="Sources observed by their rows: asset key (a/b) -> where its rows are "
+        "(path and storage_options; table and warehouse; spark_table), and cron.",
+    )
 
     @classmethod
     def model(cls) -> type[BaseModel]:
@@ -132,6 +141,8 @@ class UbunyeReceipts(dg.Component, dg.Resolvable, ReceiptSettings):
         resources: dict[str, Any] = {DEFAULT_IO_MANAGER_KEY: manager}
         if RESOURCE_KEY not in (others.resources or {}):
             resources[RESOURCE_KEY] = manager.resource
+        sources = component_sources(assets, self.observe)
         return dg.Definitions.merge(
-            self.companions(assets, existing=others), dg.Definitions(resources=resources)
+            self.companions(assets, existing=others),
+            dg.Definitions(assets=sources, resources=resources),
         )

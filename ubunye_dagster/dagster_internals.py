@@ -1,7 +1,8 @@
 """Every read of Dagster beyond the public IO manager, resource and hook contexts, in one file.
 
 The step execution context and the job's asset layer are Dagster internals: a Dagster upgrade
-is checked here, and ``tests/test_dagster_internals.py`` fails loudly when one of these moves.
+is checked here, and ``tests/dagster/test_dagster_internals.py`` fails loudly when one of these
+moves.
 What a read gives back is plain (facts, keys, text); records are built from it elsewhere.
 """
 

@@ -29,6 +29,10 @@ HASH_BASES = ("materialised", "recomputed", "stored-bytes")
 #: A step field the reference does not have (its reader drops it): the digest of the stored
 #: bytes (``ubunye_core.materialisations.byte_digest``), written only when known.
 BYTES_HASH_FIELD = "bytes_hash"
+#: A step field the reference does not have: where a database's rows were hashed, ``database``
+#: (one aggregation in it, no row left it) or ``stream`` (streamed to the kernel); absent for
+#: rows hashed in the memory of the process that held them.
+HASHED_IN_FIELD = "hashed_in"
 #: A step field the reference does not have (its reader drops it): the rows-v1 sketch
 #: (``ubunye_rows.hashing.sketch``), written only when the hash kept one.
 SKETCH_FIELD = "sketch"
@@ -103,7 +107,12 @@ class StepRecord(BaseModel):
             hash_basis=hash_basis,
             **({BYTES_HASH_FIELD: bytes_hash} if bytes_hash is not None else {}),
             **({SKETCH_FIELD: fp.sketch.to_record()} if fp.sketch is not None else {}),
+            **({HASHED_IN_FIELD: fp.hashed_in} if fp.hashed_in is not None else {}),
         )
+
+    def hashed_in(self) -> str | None:
+        """Where a database's rows were hashed (``database`` or ``stream``), when they were."""
+        return (self.model_extra or {}).get(HASHED_IN_FIELD)
 
     def stored_bytes_hash(self) -> str | None:
         """The stored bytes' digest recorded with this step, when there is one."""

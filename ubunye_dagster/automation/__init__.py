@@ -5,11 +5,17 @@ from __future__ import annotations
 
 from ubunye_dagster.automation.conditions import on_content_change
 from ubunye_dagster.automation.observe import observed_source
-from ubunye_dagster.automation.sources import MissingSourceError, ParquetSource, TableSource
+from ubunye_dagster.automation.sources import (
+    MissingSourceError,
+    ParquetSource,
+    SparkTableSource,
+    TableSource,
+)
 
 __all__ = [
     "MissingSourceError",
     "ParquetSource",
+    "SparkTableSource",
     "TableSource",
     "observed_source",
     "on_content_change",

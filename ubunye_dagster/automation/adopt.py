@@ -49,6 +49,27 @@ def observed_sources(
     return kept, sources
 
 
+def component_sources(
+    assets: Sequence[Any], observe: Mapping[str, Source | Mapping[str, Any]]
+) -> list[dg.AssetsDefinition]:
+    """The sources ``observe`` names, defined by the receipts component: a key another
+    component defines (a spec or an asset) is refused, since Dagster refuses a key defined
+    twice and a component cannot replace another's definitions."""
+    defined = {
+        key
+        for item in assets
+        for key in ([item.key] if isinstance(item, dg.AssetSpec) else getattr(item, "keys", ()))
+    }
+    taken = sorted(name for name in observe if dg.AssetKey.from_user_string(name) in defined)
+    if taken:
+        raise ValueError(
+            f"observe names {', '.join(taken)}, which another component defines: the receipts "
+            "component defines an observed source itself, so leave it out of the other "
+            "component (its assets may still depend on it by key)"
+        )
+    return observed_sources([], observe)[1]
+
+
 def _settings(source: Source | Mapping[str, Any]) -> Any:
     return dict(source) if isinstance(source, Mapping) else source
 

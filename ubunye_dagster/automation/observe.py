@@ -62,7 +62,7 @@ def observed_source(
         decorate = dg.multi_observable_source_asset(
             specs=[observed],
             name=OP_PREFIX + "__".join(_safe(part) for part in spec.key.path),
-            required_resource_keys={RESOURCE_KEY},
+            required_resource_keys={RESOURCE_KEY, *source.resource_keys},
         )
         return decorate(observe)
 
@@ -96,7 +96,7 @@ def observation(
             f"{type(place).__name__}, not a UbunyeResource (with_ubunye gives one)"
         )
     started = time.time()
-    step = source.hashed_step(asset_key.to_user_string())
+    step = source.hashed_step(asset_key.to_user_string(), context.resources)
     record, path = save_observation(context, place, asset_key, step, started)
     metadata = output_metadata(record, step, record_path=path, input_asset_keys={})
     if step.hash_error is not None:

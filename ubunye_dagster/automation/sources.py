@@ -1,8 +1,9 @@
 """Where an observed source's rows are, and rows-v1 of them hashed there.
 
 A source is a Parquet file or folder (a local path or an fsspec URL such as ``s3://``), hashed
-with the kernel, or a table in a DuckDB or PostgreSQL warehouse, hashed in the database. Hashing
-never raises: a source that cannot be read is a step with its ``hash_error`` and no data hash.
+with the kernel, a table in a DuckDB or PostgreSQL warehouse, hashed in the database, or a Spark
+table, hashed on the cluster. Hashing never raises: a source that cannot be read is a step with
+its ``hash_error`` and no data hash.
 """
 
 from __future__ import annotations
@@ -15,10 +16,10 @@ from pydantic import Field
 
 from ubunye_core.materialisations.stored import read_stored
 from ubunye_core.records.model import StepRecord
-from ubunye_dagster.io.storage.warehouse_tables import StoredSlice, hash_in_warehouse
-from ubunye_dagster.io.warehouse import Warehouse
 from ubunye_dagster.receipts.masking import mask_error
 from ubunye_dagster.strict_fields import StrictSettings
+from ubunye_dagster.warehouse.relations import StoredSlice, hash_in_warehouse
+from ubunye_dagster.warehouse.settings import Warehouse
 from ubunye_rows import fingerprint
 
 #: How an observation's step says where its data hash came from: the rows as they are stored.
@@ -35,6 +36,11 @@ class _Source(StrictSettings):
         description="When the automation daemon observes the source (a cron schedule, UTC); "
         "none: only when asked (a schedule, a sensor, the UI's Observe).",
     )
+
+    @property
+    def resource_keys(self) -> set[str]:
+        """The resources its observation needs besides ``ubunye``."""
+        return set()
 
 
 class ParquetSource(_Source):
@@ -64,7 +70,7 @@ class ParquetSource(_Source):
                 f"observed source {asset}: no Parquet file or folder at {local.resolve()}"
             )
 
-    def hashed_step(self, name: str) -> StepRecord:
+    def hashed_step(self, name: str, resources: Any = None) -> StepRecord:
         """rows-v1 of the rows stored at ``path`` as the output step ``name``."""
         started = time.perf_counter()
         try:
@@ -104,7 +110,7 @@ class TableSource(_Source):
                 f" (table {self.table})"
             )
 
-    def hashed_step(self, name: str) -> StepRecord:
+    def hashed_step(self, name: str, resources: Any = None) -> StepRecord:
         """rows-v1 of the table computed in its warehouse, as the output step ``name``."""
         started = time.perf_counter()
         stored = hash_in_warehouse(self.warehouse, StoredSlice(self.table))
@@ -113,26 +119,76 @@ class TableSource(_Source):
         return _hashed(name, self, stored.fingerprint, started)
 
 
-#: Every kind of source: a Parquet path or a warehouse table.
-Source = ParquetSource | TableSource
+class SparkTableSource(_Source):
+    """A table (or view) of a Spark catalog, hashed on the cluster in one aggregation, as the
+    IO manager hashes a Spark DataFrame."""
+
+    spark_table: str = Field(description="The table as Spark names it: [catalog.]schema.table.")
+    spark_resource: str | None = Field(
+        default=None,
+        description="The key of a dagster-pyspark PySparkResource whose session reads the table; "
+        "none: the active Spark session (or a new local one).",
+    )
+
+    @property
+    def kind(self) -> str:
+        return "spark"
+
+    @property
+    def location(self) -> str:
+        return f"spark:{self.spark_table}"
+
+    @property
+    def resource_keys(self) -> set[str]:
+        """The PySparkResource's key, when the table is read through one."""
+        return {self.spark_resource} if self.spark_resource else set()
+
+    def refuse_missing(self, asset: str) -> None:
+        """Nothing: a table is only looked up when it is observed (a session is not started for
+        the definitions to load)."""
+
+    def hashed_step(self, name: str, resources: Any = None) -> StepRecord:
+        """rows-v1 of the table computed on the cluster, as the output step ``name``; the session
+        is ``spark_resource``'s among ``resources``, else the active one."""
+        started = time.perf_counter()
+        try:
+            rows = self._session(resources).table(self.spark_table)
+            fp = fingerprint(rows)
+        except Exception as error:  # whatever Spark raises: a missing table, a lost cluster
+            return _unhashed(name, self, mask_error(error))
+        return _hashed(name, self, fp, started)
+
+    def _session(self, resources: Any) -> Any:
+        if self.spark_resource:
+            return getattr(resources, self.spark_resource).spark_session
+        from pyspark.sql import SparkSession
+
+        return SparkSession.getActiveSession() or SparkSession.builder.getOrCreate()
+
+
+#: Every kind of source: a Parquet path, a warehouse table or a Spark table.
+Source = ParquetSource | TableSource | SparkTableSource
 
 
 def as_source(value: Source | dict[str, Any]) -> Source:
-    """A source from itself or its settings (``path``: Parquet, ``table``: a warehouse table)."""
-    if isinstance(value, (ParquetSource, TableSource)):
+    """A source from itself or its settings (``path``: Parquet, ``table``: a warehouse table,
+    ``spark_table``: a Spark table)."""
+    if isinstance(value, (ParquetSource, TableSource, SparkTableSource)):
         return value
     if not isinstance(value, dict):
         raise TypeError(
-            f"a source is a ParquetSource, a TableSource or their settings, not "
-            f"{type(value).__name__}"
+            f"a source is a ParquetSource, a TableSource, a SparkTableSource or their settings, "
+            f"not {type(value).__name__}"
         )
     if "table" in value:
         return TableSource.model_validate(value)
+    if "spark_table" in value:
+        return SparkTableSource.model_validate(value)
     if "path" in value:
         return ParquetSource.model_validate(value)
     raise ValueError(
-        f"a source's settings name a 'path' (Parquet) or a 'table' (with its 'warehouse'); got "
-        f"{sorted(value)}"
+        f"a source's settings name a 'path' (Parquet), a 'table' (with its 'warehouse') or a "
+        f"'spark_table'; got {sorted(value)}"
     )
 
 

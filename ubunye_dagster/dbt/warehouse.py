@@ -1,10 +1,12 @@
 """Relations hashed where they are stored: rows-v1 of a dbt relation, computed in the warehouse.
 
 Each adapter type has its way in: DuckDB through the profile's database file, opened read only
-once dbt has exited (dbt holds the file while it runs); PostgreSQL through the dbt adapter's own
-connections (the profile's credentials and settings), one per thread, while dbt is still running;
-Spark through this process's SparkSession, which reads the tables of the metastore dbt writes to
-(a Thrift server's, a shared Hive metastore, a Databricks catalog) and hashes them on the cluster.
+once dbt has exited (dbt holds the file while it runs); Spark through this process's
+SparkSession, which reads the tables of the metastore dbt writes to (a Thrift server's, a shared
+Hive metastore, a Databricks catalog) and hashes them on the cluster; every other adapter through
+the dbt adapter's own connections (the profile's credentials and settings), one per thread, while
+dbt is still running: PostgreSQL hashes in the database, any other streams the relation's rows to
+the kernel through its driver's Arrow fetch (``ubunye_dagster.warehouse.relations``).
 
 A hash that cannot be computed is the step's ``hash_error`` (``"<Type>: <message>"``), never a
 raised error: a receipt does not fail a build.
@@ -22,9 +24,9 @@ from typing import Any
 
 from ubunye_core.records.model import StepRecord
 from ubunye_dagster.receipts.masking import mask_error
+from ubunye_dagster.warehouse.relations import hash_relation
 from ubunye_rows.hashing.digest import Fingerprint
 from ubunye_rows.hashing.spark import fingerprint_spark
-from ubunye_rows.sql import fingerprint_duckdb, fingerprint_postgres
 
 #: How the database file is opened: read only, as dagster-dbt's in-process adapter opens it (DuckDB
 #: refuses a second configuration of one file in a process).
@@ -76,7 +78,7 @@ class DuckDBFile:
 
     def fingerprint(self, relation: str) -> Fingerprint:
         """rows-v1 of ``relation``, computed in DuckDB."""
-        return fingerprint_duckdb(self.connection, relation)
+        return hash_relation(self.connection, "duckdb", relation)
 
 
 @dataclass
@@ -85,8 +87,9 @@ class AdapterConnections:
     credentials and connection settings, one named connection per hashing thread."""
 
     adapter: Any
-    #: rows-v1 in the database on a DB-API connection (``fingerprint_postgres``).
-    hash_in_database: Callable[[Any, str], Fingerprint]
+    #: The adapter type: hashed in the database where it has a dialect (``postgres``), else
+    #: streamed.
+    kind: str
 
     #: A server takes readers while dbt writes: a node is hashed as soon as dbt reports it.
     reads_while_dbt_runs = True
@@ -100,7 +103,7 @@ class AdapterConnections:
         """rows-v1 of ``relation``, computed in the warehouse on this thread's connection."""
         with self.adapter.connection_named(f"ubunye_receipt_{threading.get_ident()}"):
             handle = self.adapter.connections.get_thread_connection().handle
-            return self.hash_in_database(handle, relation)
+            return hash_relation(handle, self.kind, relation)
 
 
 @dataclass
@@ -129,10 +132,6 @@ class SparkSessionTables:
 Warehouse = DuckDBFile | AdapterConnections | SparkSessionTables
 
 
-def _postgres(invocation: Any) -> AdapterConnections:
-    return AdapterConnections(invocation.adapter, fingerprint_postgres)
-
-
 def _duckdb(invocation: Any) -> DuckDBFile:
     return DuckDBFile(invocation.adapter, Path(invocation.project_dir))
 
@@ -153,23 +152,18 @@ def _spark(invocation: Any) -> SparkSessionTables:
     return SparkSessionTables(session, reads_while_dbt_runs=method != "session")
 
 
-#: The adapter types whose relations are hashed in the database, and how each is reached.
-WAREHOUSES: dict[str, Callable[[Any], Warehouse]] = {
-    "duckdb": _duckdb,
-    "postgres": _postgres,
-    "spark": _spark,
-}
+#: The adapter types reached otherwise than through the adapter's own connections.
+WAREHOUSES: dict[str, Callable[[Any], Warehouse]] = {"duckdb": _duckdb, "spark": _spark}
 
 
 def warehouse_of(invocation: Any, adapter_type: str) -> Warehouse | Unreachable:
     """How the dbt ``invocation``'s relations are reached for hashing, or why they cannot be."""
-    if adapter_type not in WAREHOUSES:
-        return Unreachable(
-            f"NotImplementedError: rows are hashed in the warehouse on {', '.join(WAREHOUSES)} "
-            f"only, and this dbt project's adapter is {adapter_type or 'not named'}"
-        )
+    if not adapter_type:
+        return Unreachable("ValueError: the dbt project's profile names no adapter type")
     if invocation.adapter is None:
         return Unreachable("ValueError: the dbt invocation has no adapter to reach the warehouse")
+    if adapter_type not in WAREHOUSES:
+        return AdapterConnections(invocation.adapter, adapter_type)
     try:
         return WAREHOUSES[adapter_type](invocation)
     except Exception as error:  # no way in (no Spark here, its library missing): each step says so

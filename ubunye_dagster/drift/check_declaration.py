@@ -15,6 +15,7 @@ from ubunye_dagster.checks.expectations import validate_declared_expectations
 from ubunye_dagster.drift.check_spec import (
     CHECK_NAME,
     CHECK_SETTINGS,
+    CheckSettings,
     CoercibleToWatchedAsset,
     declared_deterministic,
     watched_asset_keys,
@@ -56,7 +57,7 @@ def build_reproducibility_checks(
                 "Reproducible: the data does not change unless the code, the environment or an "
                 "input did (judged as the Ubunye drift sensor judges)."
             ),
-            metadata={CHECK_SETTINGS: settings_of_one_asset(settings, key)},
+            metadata={CHECK_SETTINGS: CheckSettings.of_asset(settings, key).model_dump()},
         )
         for key in watched_asset_keys(assets)
     ]
@@ -73,12 +74,3 @@ def build_reproducibility_checks(
             yield judge_latest(context.instance, check_key.asset_key, settings)
 
     return [internals.kept_as_checks(_reproducibility)]
-
-
-def settings_of_one_asset(settings: DriftSettings, key: dg.AssetKey) -> dict[str, Any]:
-    return {
-        "flag_reasons": list(settings.flag_reasons),
-        "strict_sources": settings.strict_sources,
-        "use_lineage_store": settings.use_lineage_store,
-        "deterministic": key.to_user_string() in settings.deterministic_keys,
-    }

@@ -20,14 +20,10 @@ import dagster as dg
 
 from ubunye_dagster.io.pipeline import ReceiptPipeline
 from ubunye_dagster.io.storage.inner import InnerIOManagerStorage
-from ubunye_dagster.io.warehouse import (
-    Warehouse,
-    as_warehouse,
-    duckdb_warehouse,
-    is_duckdb_io_manager,
-)
+from ubunye_dagster.io.storage.warehouse_tables import duckdb_warehouse, is_duckdb_io_manager
 from ubunye_dagster.io.write_observers import receipt_observers
 from ubunye_dagster.resource import UbunyeResource
+from ubunye_dagster.warehouse.settings import AnyWarehouse, as_warehouse
 
 
 class ReceiptIOManager(dg.IOManager):
@@ -41,7 +37,7 @@ class ReceiptIOManager(dg.IOManager):
         *,
         ubunye: UbunyeResource | None = None,
         spark_resource_key: str = "pyspark",
-        warehouse: Warehouse | None = None,
+        warehouse: AnyWarehouse | None = None,
     ):
         """Receipts around ``inner`` (an initialised IO manager), named ``name`` in receipts
         (default: its class name); with ``warehouse``, its tables are hashed there."""
@@ -68,14 +64,16 @@ def with_receipts(
     *,
     ubunye: UbunyeResource | None = None,
     spark_resource_key: str = "pyspark",
-    warehouse: Warehouse | Mapping[str, Any] | None = None,
+    warehouse: AnyWarehouse | Mapping[str, Any] | None = None,
 ) -> dg.IOManagerDefinition:
     """``inner`` (an IO manager resource, definition or instance) with Ubunye receipts: use it
     where ``inner`` was used, e.g. ``"io_manager": with_receipts(DuckDBPandasIOManager(...))``.
 
     ``inner`` keeps its own configuration and storage; nothing changes in the assets. Its
-    tables are hashed in the database that ``warehouse`` names (a :class:`Warehouse` or its
-    fields); dagster-duckdb's IO managers name their DuckDB file themselves.
+    tables are hashed where ``warehouse`` keeps them: in DuckDB or PostgreSQL (a
+    :class:`Warehouse` or its fields), or streamed from any database a
+    :class:`StreamedWarehouse`'s connection factory reaches; dagster-duckdb's IO managers name
+    their DuckDB file themselves.
     """
     chosen = as_warehouse(warehouse)  # a bad setting fails here, not in the first run
     detect_duckdb = chosen is None and is_duckdb_io_manager(inner)

@@ -1,9 +1,13 @@
-"""Reading a receipt back from the Dagster event log: the one lookup of an asset (partition)'s
-newest materialisation, and its metadata and tags as plain values (``metadata.py`` writes them)."""
+"""Reading a receipt back: the one lookup of an asset (partition)'s newest materialisation in the
+Dagster event log, its metadata and tags as plain values (``metadata.py`` writes them), and the
+materialisations this process's steps made, which a later step of the same run reads instead."""
 
 from __future__ import annotations
 
+import threading
+from collections import OrderedDict
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 import dagster as dg
@@ -57,3 +61,47 @@ def tags_of(record: dg.EventLogRecord) -> Mapping[str, str]:
     """The tags Dagster gave the record's materialisation."""
     materialization = record.asset_materialization
     return (materialization.tags or {}) if materialization is not None else {}
+
+
+@dataclass(frozen=True)
+class Materialised:
+    """A materialisation as a read holds it: the run that made it and its metadata (plain)."""
+
+    run_id: str
+    metadata: Mapping[str, Any]
+
+
+#: The materialisations this process's steps made, by run: a later step of the same run reads
+#: its upstream's receipt from here instead of asking the instance (a run's steps share one
+#: process in-process; under the multiprocess executor each step asks).
+_WRITTEN: OrderedDict[str, dict[tuple[str, str | None], Materialised]] = OrderedDict()
+_WRITTEN_LOCK = threading.Lock()
+_RUNS_REMEMBERED = 16
+
+
+def remember_written(key: dg.AssetKey, partition: str | None, materialised: Materialised) -> None:
+    """Keep what this process's step gave as the materialisation of ``key`` (and partition)."""
+    with _WRITTEN_LOCK:
+        run = _WRITTEN.setdefault(materialised.run_id, {})
+        _WRITTEN.move_to_end(materialised.run_id)
+        run[(key.to_user_string(), _partition_text(partition))] = materialised
+        while len(_WRITTEN) > _RUNS_REMEMBERED:
+            _WRITTEN.popitem(last=False)
+
+
+def written_in_run(run_id: str, key: dg.AssetKey, partition: str | None) -> Materialised | None:
+    """The materialisation of ``key`` (and partition) a step of run ``run_id`` made in this
+    process, if one did."""
+    with _WRITTEN_LOCK:
+        return _WRITTEN.get(run_id, {}).get((key.to_user_string(), _partition_text(partition)))
+
+
+def _partition_text(partition: Any) -> str | None:
+    return None if partition is None else str(partition)
+
+
+def materialised_of(record: dg.EventLogRecord | None) -> Materialised | None:
+    """An event log record's materialisation as a read holds it (None for no record)."""
+    if record is None or record.asset_materialization is None:
+        return None
+    return Materialised(record.run_id, metadata_values(record))

@@ -25,6 +25,9 @@ HASH_SECONDS = "ubunye/hash_seconds"
 #: The digest of the stored bytes (``ubunye_core.materialisations.byte_digest``): a read whose
 #: bytes still hash to it takes this materialisation's data hash without hashing the rows again.
 BYTES_HASH = "ubunye/bytes_hash"
+#: Where a warehouse's rows were hashed: ``database`` (one query in it) or ``stream`` (streamed to
+#: the kernel as Arrow batches); absent for a frame hashed in the step's memory.
+HASHED_IN = "ubunye/hashed_in"
 #: Present only when the hash failed; says why there is no data hash.
 HASH_ERROR = "ubunye/hash_error"
 CODE_HASH = "ubunye/code_hash"
@@ -108,14 +111,16 @@ def inputs_summary(
 
 
 def _extension_entries(output: StepRecord) -> dict[str, Any]:
-    """The step's fields beyond the reference's, as metadata: the stored bytes' digest and one
-    line on the sketch (the sketch itself stays in the run record)."""
+    """The step's fields beyond the reference's, as metadata: the stored bytes' digest, where a
+    warehouse's rows were hashed, and one line on the sketch (the sketch stays in the record)."""
     entries: dict[str, Any] = {}
     sketch = step_sketch(output)
     if sketch is not None:
         entries[SKETCH] = sketch.summary()
     if output.stored_bytes_hash() is not None:
         entries[BYTES_HASH] = output.stored_bytes_hash()
+    if output.hashed_in() is not None:
+        entries[HASHED_IN] = output.hashed_in()
     return entries
 
 

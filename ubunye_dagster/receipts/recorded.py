@@ -11,7 +11,12 @@ from ubunye_core.locations import StoreAccess
 from ubunye_core.materialisations.byte_digest import algorithm_of
 from ubunye_core.records.model import SKETCH_FIELD, StepRecord
 from ubunye_core.records.sketches import recorded_sketch
-from ubunye_dagster.receipts.materialisations import metadata_values, newest_materialisation
+from ubunye_dagster.receipts.materialisations import (
+    Materialised,
+    materialised_of,
+    newest_materialisation,
+    written_in_run,
+)
 from ubunye_dagster.receipts.metadata import (
     BYTES_HASH,
     DATA_HASH,
@@ -73,25 +78,32 @@ class RecordedOutput:
 
 
 def latest_materialisation(
-    context: dg.InputContext, asset_key: dg.AssetKey | None, partition_key: str | None
-) -> dg.EventLogRecord | None:
-    """The asset's (partition's) latest materialisation in Dagster, if it can be asked."""
+    context: dg.InputContext,
+    asset_key: dg.AssetKey | None,
+    partition_key: str | None,
+    run_id: str | None = None,
+) -> Materialised | None:
+    """The asset's (partition's) latest materialisation: the one a step of run ``run_id`` made
+    in this process, else Dagster's, if it can be asked."""
     if asset_key is None:
         return None
+    written = written_in_run(run_id, asset_key, partition_key) if run_id else None
+    if written is not None:
+        return written
     try:
-        return newest_materialisation(context.instance, asset_key, partition_key)
+        return materialised_of(newest_materialisation(context.instance, asset_key, partition_key))
     except Exception:  # an instance that cannot be asked (a context built in a test)
         return None
 
 
 def receipt_of(
-    latest: dg.EventLogRecord | None,
+    latest: Materialised | None,
     asset_key: dg.AssetKey | None,
     access: StoreAccess | None = None,
 ) -> RecordedOutput | None:
     """The receipt a materialisation's metadata holds (its record opened through ``access``);
     None without ``ubunye/data_hash``."""
-    metadata = metadata_values(latest)
+    metadata = latest.metadata if latest is not None else {}
     data_hash = metadata.get(DATA_HASH)
     if not data_hash or asset_key is None:
         return None
@@ -108,7 +120,7 @@ def receipt_of(
     )
 
 
-def stored_at(latest: dg.EventLogRecord | None) -> str | None:
+def stored_at(latest: Materialised | None) -> str | None:
     """Where a materialisation written outside the IO manager says its rows are, if it does."""
-    location = metadata_values(latest).get(STORED_AT)
+    location = latest.metadata.get(STORED_AT) if latest is not None else None
     return str(location) if location else None

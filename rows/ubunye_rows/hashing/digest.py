@@ -14,6 +14,12 @@ LANE_MASK = (1 << 64) - 1
 SchemaPairs = Sequence[tuple[str, str]]
 
 
+#: ``Fingerprint.hashed_in``: rows hashed by one aggregation in the database.
+IN_DATABASE = "database"
+#: ``Fingerprint.hashed_in``: rows streamed from a database to the kernel as Arrow batches.
+STREAMED = "stream"
+
+
 @dataclass(frozen=True)
 class Fingerprint:
     """What a run record says about one table; no ``data_hash`` exactly when ``error`` says why."""
@@ -26,6 +32,10 @@ class Fingerprint:
     #: Count and lane sums per bucket, a ``ubunye_rows.hashing.sketch.Sketch`` (typed ``Any``: that
     #: module builds on this one), when the hash kept them.
     sketch: Any = field(default=None, compare=False, repr=False)
+    #: Where the rows were hashed when not in this process's memory: ``"database"`` (one
+    #: aggregation in the database, no row left it) or ``"stream"`` (rows streamed from a
+    #: database to the kernel as Arrow batches). Not part of the digest.
+    hashed_in: str | None = field(default=None, compare=False)
 
     @property
     def is_complete(self) -> bool:

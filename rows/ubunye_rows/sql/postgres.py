@@ -18,9 +18,11 @@ from typing import TYPE_CHECKING, Any
 from ubunye_rows.hashing.digest import Fingerprint
 from ubunye_rows.hashing.infinities import INFINITE_TIME, NOT_A_NUMBER, InfiniteValueError
 from ubunye_rows.hashing.types import UnsupportedTypeError
-from ubunye_rows.sql.dialects import PostgresDialect, literal, quote_identifier
+from ubunye_rows.sql.dialects import Dialect, PostgresDialect, literal, quote_identifier
 from ubunye_rows.sql.query import Column, source
 from ubunye_rows.sql.relations import KernelColumns, Relation, chosen_kernel_columns, relation_sql
+from ubunye_rows.sql.self_check import trusted_verdict
+from ubunye_rows.sql.stream import fingerprint_streamed
 from ubunye_rows.sql.totals import fingerprint_in_database
 
 if TYPE_CHECKING:
@@ -168,16 +170,28 @@ def fingerprint_postgres(
     *,
     where: str | None = None,
     kernel_columns: KernelColumns = (),
+    self_check: bool = True,
+    dialect: Dialect | None = None,
 ) -> Fingerprint:
     """rows-v1 of ``relation`` (or its rows where the SQL predicate ``where`` holds) on a DB-API
     connection, computed in PostgreSQL; ``kernel_columns`` (names, or ``"all"``) are streamed to
-    the kernel instead (an ADBC connection only).
+    the kernel instead (an ADBC connection only). Unless ``self_check`` is False, PostgreSQL
+    first proves its SQL (``dialect``, :class:`PostgresDialect` by default) on the golden
+    vectors, once per process (:mod:`ubunye_rows.sql.self_check`); where it does not, the rows
+    are streamed to the kernel.
 
     Raises UnsupportedTypeError for a column rows-v1 has no type for, LookupError for a relation
     PostgreSQL does not have, the driver's error otherwise.
     """
+    sql = dialect or PostgresDialect()
     name = relation_sql(relation)
     rows = source(name, where)
+    if self_check and kernel_columns != "all":
+        verdict = trusted_verdict(connection, sql, lambda checked, chosen: fingerprint_postgres(
+            connection, checked, self_check=False, dialect=chosen
+        ))  # fmt: skip
+        if not verdict.trusted:
+            return _streamed_instead(connection, name, rows, sql)
     cursor = connection.cursor()
     try:
         with hashing_session(connection, cursor):
@@ -185,7 +199,7 @@ def fingerprint_postgres(
             refuse_values_without_text(cursor, rows, columns)
             chosen = chosen_kernel_columns(kernel_columns, [column for column, _ in columns], name)
             return fingerprint_in_database(
-                PostgresDialect(),
+                sql,
                 columns,
                 chosen,
                 rows,
@@ -194,6 +208,21 @@ def fingerprint_postgres(
             )
     finally:
         cursor.close()
+
+
+def _streamed_instead(connection: Any, name: str, rows: str, dialect: Dialect) -> Fingerprint:
+    """The rows streamed to the kernel (the database's SQL is not trusted): through the
+    connection's Arrow fetch, else its rows typed by the catalog's columns."""
+    cursor = connection.cursor()
+    try:
+        columns = columns_of(cursor, name)
+    finally:
+        cursor.close()
+    listed = ", ".join(
+        f"{dialect.streamed(quote_identifier(column), t)} AS {quote_identifier(column)}"
+        for column, t in columns
+    )
+    return fingerprint_streamed(connection, query=f"SELECT {listed} FROM {rows}", columns=columns)
 
 
 def _fetched(cursor: Any, query: str) -> list[tuple]:

@@ -5,9 +5,17 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterable, Sequence
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
-from ubunye_rows.hashing.digest import LANE_MASK, Fingerprint, data_hash, schema_hash
+from ubunye_rows.hashing.digest import (
+    IN_DATABASE,
+    LANE_MASK,
+    STREAMED,
+    Fingerprint,
+    data_hash,
+    schema_hash,
+)
 from ubunye_rows.hashing.infinities import (
     InfiniteValueError,
     holds_times,
@@ -46,7 +54,8 @@ def fingerprint_in_database(
     pairs = column_pairs(columns)
     try:
         if not by_kernel:
-            return fingerprint_of_buckets(pairs, fetch_rows(buckets_query(dialect, columns, rows)))
+            found = fingerprint_of_buckets(pairs, fetch_rows(buckets_query(dialect, columns, rows)))
+            return replace(found, hashed_in=IN_DATABASE)
         found = segments(dialect, columns, by_kernel)
         totals = empty_bucket_arrays()
         for batch in stream_batches(segments_query(dialect, found, rows)):
@@ -56,7 +65,7 @@ def fingerprint_in_database(
         if refused is None:
             raise
         raise refused from error
-    return fingerprint_of_sketch_arrays(pairs, totals)
+    return replace(fingerprint_of_sketch_arrays(pairs, totals), hashed_in=STREAMED)
 
 
 def infinite_value_error(error: Exception, columns: Sequence[Column]) -> InfiniteValueError | None:

@@ -97,7 +97,8 @@ class InputRead:
         """One part read, its input step recorded (UnverifiedReadError when its rows differ
         from the recorded digest and verify_reads says to fail)."""
         resource = self.resource
-        latest = latest_materialisation(self.context, part.asset_key, part.partition_key)
+        run_id = self.session.dagster_run_id
+        latest = latest_materialisation(self.context, part.asset_key, part.partition_key, run_id)
         recorded = receipt_of(latest, part.asset_key, self.access) if resource.hash_inputs else None
         by_bytes = recorded.bytes_algorithm() if recorded is not None else None
         if resource.verify_reads == "rows":

@@ -21,7 +21,8 @@ from ubunye_dagster.io.handlers.base import PARTITION_EXPR, StagedWrite
 from ubunye_dagster.io.pipeline.observers import WriteObservers
 from ubunye_dagster.io.storage.base import Part, Storage
 from ubunye_dagster.receipts import subjects
-from ubunye_dagster.receipts.metadata import output_metadata
+from ubunye_dagster.receipts.materialisations import Materialised, remember_written
+from ubunye_dagster.receipts.metadata import output_metadata, plain
 from ubunye_dagster.receipts.records import OpenRecord, close_record
 from ubunye_dagster.receipts.saved import Judged, SavedReceipt
 from ubunye_dagster.receipts.session import LoadedInput, StepSession, asset_record, open_session
@@ -141,7 +142,12 @@ def add_metadata(
         metadata = {**judged.metadata, **metadata}  # the judge's first: the entry people read
     # Keys the storage already stated (a wrapped IO manager's row count) keep its value.
     logged = context.get_logged_metadata()
-    context.add_output_metadata({k: v for k, v in metadata.items() if k not in logged})
+    added = {k: v for k, v in metadata.items() if k not in logged}
+    context.add_output_metadata(added)
+    if context.has_asset_key:  # a later step of this run reads it from here
+        given = {key: plain(value) for key, value in {**logged, **added}.items()}
+        remember_written(context.asset_key, partition_key, Materialised(context.run_id, given))
+
     if write.fp.data_hash is not None and context.has_asset_key:
         # The materialisation's data version is its content: identical rows keep
         # downstream assets fresh, changed rows make them stale.

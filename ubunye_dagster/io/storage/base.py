@@ -23,6 +23,7 @@ from typing import Any, ClassVar
 import dagster as dg
 
 from ubunye_dagster.io.handlers.base import FrameHandler, LoadedFrame, TableSlice
+from ubunye_dagster.receipts.materialisations import Materialised
 
 
 @dataclass(frozen=True)
@@ -51,8 +52,8 @@ class ReadRequest:
     """What one part's read asks of a storage."""
 
     part: Part
-    #: The part's latest materialisation in Dagster (where it says the rows are), or None.
-    latest: dg.EventLogRecord | None = None
+    #: The part's latest materialisation (where it says the rows are), or None.
+    latest: Materialised | None = None
     #: The frame type wanted; None for the writer's.
     wanted: Any = None
     #: A byte digest algorithm: digest the stored bytes too (None: do not).

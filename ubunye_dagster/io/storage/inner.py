@@ -22,8 +22,9 @@ from ubunye_dagster.io.handlers.base import RowsOf, TableSlice
 from ubunye_dagster.io.handlers.pyspark import SparkRows
 from ubunye_dagster.io.storage.base import Part, ReadRequest, Storage, StoredRead
 from ubunye_dagster.io.storage.warehouse_tables import StoredRows, hash_stated_table, metadata_text
-from ubunye_dagster.io.warehouse import Warehouse
+from ubunye_dagster.receipts.materialisations import Materialised
 from ubunye_dagster.receipts.metadata import URI
+from ubunye_dagster.warehouse.settings import AnyWarehouse
 from ubunye_rows import Fingerprint
 
 
@@ -83,7 +84,7 @@ class TableHandOver(HandOver):
 
     hashed_after_commit = True
 
-    def __init__(self, handed: HandOver, warehouse: Warehouse, partitioned: bool):
+    def __init__(self, handed: HandOver, warehouse: AnyWarehouse, partitioned: bool):
         """``handed`` hashed in ``warehouse`` once stored; ``partitioned`` when it is one
         partition (its slice must be stated)."""
         args = (handed.rows, handed.inner, handed.context, handed.obj, handed.location)
@@ -143,7 +144,7 @@ class InnerStorageHandler(FrameHandler):
     Parquet: staging hashes them in memory, loading hashes what the inner IO manager loaded."""
 
     def __init__(
-        self, frames: FrameHandler, inner: dg.IOManager, name: str, warehouse: Warehouse | None
+        self, frames: FrameHandler, inner: dg.IOManager, name: str, warehouse: AnyWarehouse | None
     ):
         self.frames = frames
         self.inner = inner
@@ -199,7 +200,7 @@ class InnerIOManagerStorage(Storage):
         inner: dg.IOManager,
         name: str,
         spark_resource_key: str | None,
-        warehouse: Warehouse | None = None,
+        warehouse: AnyWarehouse | None = None,
     ):
         self.inner = inner
         self.name = name
@@ -258,11 +259,10 @@ class InnerIOManagerStorage(Storage):
         loaded = handler.load(part.slice_at(where), context, request.wanted)
         return StoredRead(handler, loaded, where, verifiable=part.verifiable)
 
-    def input_location(self, part: Part, latest: dg.EventLogRecord | None) -> str:
+    def input_location(self, part: Part, latest: Materialised | None) -> str:
         """Where the writer's receipt says the input is, else where the inner keeps it."""
-        materialization = latest.asset_materialization if latest is not None else None
         kind = self.warehouse.kind if self.warehouse is not None else None
-        stated = stated_location(materialization.metadata, kind) if materialization else None
+        stated = stated_location(latest.metadata, kind) if latest is not None else None
         return stated or self.where(part)
 
     def stated(self, part: Part, request: ReadRequest) -> tuple[Mapping[str, Any] | None, str]:
@@ -272,7 +272,6 @@ class InnerIOManagerStorage(Storage):
         if self.warehouse is None or not part.verifiable:
             return None, ""
         latest = request.latest
-        materialization = latest.asset_materialization if latest is not None else None
-        if materialization is None:
+        if latest is None:
             return {}, f"Dagster (it records no materialisation of {part.name})"
-        return dict(materialization.metadata), f"the materialisation of {part.name} in Dagster"
+        return dict(latest.metadata), f"the materialisation of {part.name} in Dagster"

@@ -1,5 +1,6 @@
 """A wrapped IO manager's stored table, hashed in its warehouse: which table and slice its
-output metadata states, and rows-v1 of exactly those rows computed in the database.
+output metadata states, and rows-v1 of exactly those rows, hashed where they are
+(``ubunye_dagster.warehouse.relations``).
 
 The table and the partition's predicate are what the inner IO manager itself reported: the
 ``Query`` every Dagster ``DbIOManager`` (dagster-duckdb, Snowflake, BigQuery...) logs,
@@ -10,16 +11,14 @@ that IO manager's own predicate selects; else ``dagster/table_name`` for a whole
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, replace
+from collections.abc import Mapping
 from typing import Any
 
-from ubunye_dagster.io.warehouse import Warehouse
-from ubunye_dagster.receipts.masking import mask_text
+from ubunye_dagster.io.handlers.base import type_is
 from ubunye_dagster.receipts.metadata import plain
-from ubunye_rows import Fingerprint
+from ubunye_dagster.warehouse.relations import StoredRows, StoredSlice, hash_in_warehouse
+from ubunye_dagster.warehouse.settings import AnyWarehouse, Warehouse
 from ubunye_rows.hashing.fingerprint import failed_fingerprint
-from ubunye_rows.sql import fingerprint_duckdb, fingerprint_postgres
 
 #: The select statement Dagster's DbIOManager logs as the output's ``Query`` metadata.
 _DB_IO_MANAGER_QUERY = re.compile(
@@ -28,22 +27,9 @@ _DB_IO_MANAGER_QUERY = re.compile(
 TABLE_NAME = "dagster/table_name"
 QUERY = "Query"
 
-_FINGERPRINTS: dict[str, Callable[..., Fingerprint]] = {
-    "duckdb": fingerprint_duckdb,
-    "postgres": fingerprint_postgres,
-}
-
 
 class UnstatedTableError(LookupError):
     """The inner IO manager's metadata does not say which table (or slice) holds the rows."""
-
-
-@dataclass(frozen=True)
-class StoredSlice:
-    """The rows a receipt covers: a relation, and the predicate selecting a partition's rows."""
-
-    relation: str
-    where: str | None = None
 
 
 def metadata_text(metadata: Mapping[str, Any], key: str) -> str | None:
@@ -53,7 +39,7 @@ def metadata_text(metadata: Mapping[str, Any], key: str) -> str | None:
 
 
 def stated_slice(
-    metadata: Mapping[str, Any], warehouse: Warehouse, *, partitioned: bool, stated_by: str
+    metadata: Mapping[str, Any], warehouse: AnyWarehouse, *, partitioned: bool, stated_by: str
 ) -> StoredSlice:
     """The table and slice ``metadata`` states (``stated_by`` says whose it is, for errors);
     UnstatedTableError naming what is missing when it names no table, or no predicate for a
@@ -80,39 +66,18 @@ def stated_slice(
     return table
 
 
-def _relation_in(table_name: str, warehouse: Warehouse) -> str:
+def _relation_in(table_name: str, warehouse: AnyWarehouse) -> str:
     """A ``dagster/table_name`` as the warehouse names it: dagster-duckdb prefixes the file."""
+    if not isinstance(warehouse, Warehouse) or warehouse.kind != "duckdb":
+        return table_name
     database = warehouse.connection.get_secret_value()
-    if warehouse.kind == "duckdb" and table_name.startswith(database + "."):
+    if table_name.startswith(database + "."):
         return table_name[len(database) + 1 :]
     return table_name
 
 
-@dataclass(frozen=True)
-class StoredRows:
-    """What the warehouse holds for one slice: its rows-v1, and its schema pairs when known."""
-
-    fingerprint: Fingerprint
-    schema_pairs: list[tuple[str, str]] | None = None
-
-
-def hash_in_warehouse(warehouse: Warehouse, table: StoredSlice) -> StoredRows:
-    """rows-v1 of ``table``'s rows computed in ``warehouse``; never raises: a failure is an
-    honest hash error (no data hash, no row count), credentials masked."""
-    try:
-        with warehouse.connect() as connection:
-            fingerprint = _FINGERPRINTS[warehouse.kind](
-                connection, table.relation, where=table.where
-            )
-    except Exception as exc:
-        failed = failed_fingerprint(None, exc)
-        return StoredRows(replace(failed, error=mask_text(failed.error or "")))
-    sketch = fingerprint.sketch  # its schema: the stored columns' rows-v1 types, by name
-    return StoredRows(fingerprint, [tuple(pair) for pair in sketch.schema] if sketch else None)
-
-
 def hash_stated_table(
-    metadata: Mapping[str, Any], warehouse: Warehouse, partitioned: bool, stated_by: str
+    metadata: Mapping[str, Any], warehouse: AnyWarehouse, partitioned: bool, stated_by: str
 ) -> StoredRows:
     """rows-v1 of the slice ``metadata`` (``stated_by``'s) states, in ``warehouse``; never
     raises."""
@@ -121,3 +86,17 @@ def hash_stated_table(
     except UnstatedTableError as exc:
         return StoredRows(failed_fingerprint(None, exc))
     return hash_in_warehouse(warehouse, table)
+
+
+def is_duckdb_io_manager(inner: Any) -> bool:
+    """True for dagster-duckdb's Pythonic IO managers (DuckDBPandasIOManager and its siblings)."""
+    return type_is(type(inner), "dagster_duckdb", ("DuckDBIOManager",))
+
+
+def duckdb_warehouse(resource_config: Mapping[str, Any]) -> Warehouse:
+    """The DuckDB file a dagster-duckdb IO manager's resolved config names, as it connects."""
+    return Warehouse(
+        kind="duckdb",
+        connection=str(resource_config["database"]),
+        duckdb_config=dict(resource_config.get("connection_config") or {}),
+    )
