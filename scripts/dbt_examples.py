@@ -26,6 +26,7 @@ import os
 import re
 import sys
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -143,10 +144,10 @@ def _block_diff(name: str, shown: str, fresh: str) -> str:
     return "\n".join(lines) + "\n"
 
 
-def disagreements(text: str, fresh: dict[str, str]) -> list[str]:
-    """A unified diff per block the fresh run does not reproduce (normalised), and a line for
-    each block the page lacks."""
-    shown = examples.readme_blocks(text, MARKER)
+def disagreements(text: str, fresh: dict[str, str], marker: re.Pattern[str] = MARKER) -> list[str]:
+    """A unified diff per block (found by ``marker``) the fresh run does not reproduce
+    (normalised), and a line for each block the page lacks."""
+    shown = examples.readme_blocks(text, marker)
     missing = [f"docs/dbt.md has no block marked {name!r}\n" for name in fresh if name not in shown]
     return missing + [
         _block_diff(name, shown[name], block)
@@ -155,20 +156,28 @@ def disagreements(text: str, fresh: dict[str, str]) -> list[str]:
     ]
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+def check_or_rewrite(
+    argv: list[str] | None,
+    description: str,
+    fresh: Callable[[], dict[str, str]],
+    marker: re.Pattern[str] = MARKER,
+    tag: str = TAG,
+) -> int:
+    """docs/dbt.md's blocks marked ``<!-- TAG: name -->`` rewritten from a ``fresh`` run, or with
+    ``--check`` in ``argv`` compared with one (1 when they disagree)."""
+    parser = argparse.ArgumentParser(description=description)
     parser.add_argument("--check", action="store_true", help="compare, do not rewrite")
     args = parser.parse_args(argv)
     text = DOC.read_text(encoding="utf-8")
-    fresh = fresh_blocks()
+    blocks = fresh()
     if args.check:
-        problems = disagreements(text, fresh)
+        problems = disagreements(text, blocks, marker)
         sys.stdout.write("".join(problems) or "docs/dbt.md agrees with a fresh run\n")
         return 1 if problems else 0
-    DOC.write_text(examples.rewritten(text, fresh, MARKER, TAG), encoding="utf-8")
-    print(f"rewrote {', '.join(examples.readme_blocks(text, MARKER))} in docs/dbt.md")
+    DOC.write_text(examples.rewritten(text, blocks, marker, tag), encoding="utf-8")
+    print(f"rewrote {', '.join(examples.readme_blocks(text, marker))} in docs/dbt.md")
     return 0
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(check_or_rewrite(None, __doc__.split("\n\n")[0], fresh_blocks))

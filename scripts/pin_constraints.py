@@ -23,7 +23,7 @@ ROOT = Path(__file__).resolve().parent.parent
 CONSTRAINTS = ROOT / "constraints" / "dev.txt"
 # Every extra .ci/run installs; the README's quick start installs a subset of them. Left out:
 # duckdb-pandas, whose pandas<3 the suite's pandas refuses (.ci/run installs it without its deps).
-EXTRAS = ("spark", "polars", "delta", "slack", "dbt", "dbt-postgres", "dev")
+EXTRAS = ("spark", "polars", "delta", "slack", "dbt", "dbt-postgres", "dbt-spark", "dev")
 OLDEST_PYTHON = "3.10"
 REGENERATE = "python scripts/pin_constraints.py"
 

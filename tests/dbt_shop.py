@@ -1,7 +1,7 @@
 """The example's dbt project (example_project/dbt_shop) copied into a test's folder, built by
 real dbt through ``@dbt_assets`` adopted in one line (shared by tests/test_dbt_*.py): on a DuckDB
-file there, or on a database of a temporary PostgreSQL cluster (the profile's ``postgres``
-target)."""
+file there, on a database of a temporary PostgreSQL cluster (the profile's ``postgres`` target),
+or through the Thrift server of the tests' SparkSession (the ``spark`` target)."""
 
 # No `from __future__ import annotations`: Dagster reads the asset function's annotations.
 
@@ -9,6 +9,9 @@ import contextlib
 import json
 import shutil
 import sys
+import threading
+import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from importlib.metadata import version
 from pathlib import Path
@@ -20,10 +23,12 @@ import pytest
 
 dagster_dbt = pytest.importorskip("dagster_dbt", reason="the dbt extra is not installed")
 
+from ubunye_core.records.drift import INPUTS_CHANGED, SAME_INPUTS  # noqa: E402
 from ubunye_core.records.model import RunRecord  # noqa: E402
 from ubunye_core.store import LineageStore  # noqa: E402
-from ubunye_dagster import UbunyeResource, with_ubunye  # noqa: E402
+from ubunye_dagster import UbunyeResource, build_drift_sensor, with_ubunye  # noqa: E402
 from ubunye_dagster.dbt import with_dbt_receipts  # noqa: E402
+from ubunye_dagster.receipts import metadata as keys  # noqa: E402
 from ubunye_rows import environment_hash, fingerprint_arrow  # noqa: E402
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "example_project" / "dbt_shop"
@@ -38,6 +43,8 @@ POSTGRES_ENV = {
     "password": "UBUNYE_DBT_SHOP_PG_PASSWORD",
     "dbname": "UBUNYE_DBT_SHOP_PG_DBNAME",
 }
+#: The profile's variable naming the port of the ``spark`` target's Thrift server.
+SPARK_PORT_ENV = "UBUNYE_DBT_SHOP_SPARK_PORT"
 MODELS = ("raw_customers", "raw_orders", "stg_orders", "customer_revenue")
 
 
@@ -156,6 +163,15 @@ def copy_shop_on_postgres(
     return shop
 
 
+def copy_shop_on_spark(root: Path, monkeypatch: pytest.MonkeyPatch, port: int) -> DbtShop:
+    """The example's dbt project copied under ``root``, built through the Spark Thrift server on
+    ``port`` (tests/local_spark.py) by the profile's ``spark`` target."""
+    shop = copy_shop(root, monkeypatch)
+    monkeypatch.setenv(TARGET_ENV, "spark")
+    monkeypatch.setenv(SPARK_PORT_ENV, str(port))
+    return shop
+
+
 def assert_environment_names(record: RunRecord, adapter: str, driver: str) -> None:
     """The record's environment names dbt-core, the adapter and its driver at their installed
     versions, its hash is the environment's, and its backend the adapter."""
@@ -164,3 +180,75 @@ def assert_environment_names(record: RunRecord, adapter: str, driver: str) -> No
         assert packages[name] == version(name), name
     assert record.environment_hash == environment_hash(record.environment)
     assert record.backend == f"dbt-{adapter}"
+
+
+#: A model whose rows differ on every build from the same code, inputs and environment.
+LUCKY_DRAW = "select order_id, random() as draw from {{ ref('raw_orders') }}\n"
+
+
+def judged(instance: dg.DagsterInstance) -> dict[str, dg.AssetCheckEvaluation]:
+    """The drift sensor's latest verdict on each asset, after one tick over every receipt."""
+    data = build_drift_sensor(None).evaluate_tick(dg.build_sensor_context(instance=instance))
+    return {event.asset_key.to_user_string(): event for event in data.asset_events}
+
+
+def assert_inputs_are_the_upstream_receipts(shop: DbtShop, run_id: str) -> None:
+    """``customer_revenue``'s inputs in run ``run_id`` are its parents' receipts of that run."""
+    record = shop.record("customer_revenue", run_id)
+    by_name = {step.name: step for step in record.inputs}
+    assert set(by_name) == {"raw_customers", "stg_orders"}
+    for name, step in by_name.items():
+        assert step.data_hash == shop.record(name, run_id).outputs[-1].data_hash
+
+
+def assert_only_the_random_model_flagged(verdicts: dict[str, dg.AssetCheckEvaluation]) -> None:
+    """``lucky_draw`` built twice is flagged ``same inputs``; the steady models are unchanged."""
+    assert not verdicts["lucky_draw"].passed
+    assert verdicts["lucky_draw"].metadata["ubunye/reason"].value == SAME_INPUTS
+    for steady in ("stg_orders", "customer_revenue"):
+        assert verdicts[steady].passed, steady
+        assert verdicts[steady].metadata["ubunye/verdict"].value == "unchanged"
+
+
+def judged_after_a_seed_change(shop: DbtShop, instance: dg.DagsterInstance) -> dict[str, Any]:
+    """The verdicts after ``shop`` is built again with one order of its seed corrected."""
+    seed = shop.project_dir / "seeds" / "raw_orders.csv"
+    seed.write_text(seed.read_text().replace("7.25", "8.25"), encoding="utf-8")
+    shop.materialise(instance)
+    return judged(instance)
+
+
+def assert_the_seed_change_explained(verdicts: dict[str, dg.AssetCheckEvaluation]) -> None:
+    """The changed seed is explained by its file; the models downstream by their inputs."""
+    for steady in ("raw_customers", "stg_orders", "customer_revenue"):
+        assert verdicts[steady].passed, steady
+    for downstream in ("stg_orders", "customer_revenue"):
+        assert verdicts[downstream].metadata["ubunye/reason"].value == INPUTS_CHANGED
+    assert verdicts["raw_orders"].metadata["ubunye/verdict"].value == "explained"
+
+
+def materialised(instance: dg.DagsterInstance, asset: str) -> list[dg.AssetMaterialization]:
+    """The latest materialisations of ``asset`` in the event log."""
+    records = instance.fetch_materializations(dg.AssetKey(asset), limit=5).records
+    return [record.asset_materialization for record in records]
+
+
+def assert_a_model_shows_while_the_build_goes_on(
+    shop: DbtShop, last_model_built: Callable[[], bool], timeout: float = 300
+) -> None:
+    """Building ``shop`` (whose last model, ``slow_count``, takes a while) on a thread,
+    ``stg_orders`` shows with its receipt before ``last_model_built()`` says dbt built it."""
+    with dg.instance_for_test() as instance:
+        build = threading.Thread(target=shop.materialise, args=(instance,))
+        build.start()
+        deadline = time.monotonic() + timeout
+        while not materialised(instance, "stg_orders") and time.monotonic() < deadline:
+            time.sleep(0.1)
+        seen = materialised(instance, "stg_orders")
+        built_before = last_model_built()
+        build.join(timeout=2 * timeout)
+
+        assert seen, "stg_orders never showed as materialised"
+        assert keys.DATA_HASH in seen[0].metadata
+        assert not built_before, "stg_orders showed only once dbt had built its last model"
+        assert materialised(instance, "slow_count"), "the build did not finish its last model"

@@ -127,3 +127,27 @@ def local_connect_server(
         except subprocess.TimeoutExpired:
             os.killpg(server.pid, signal.SIGKILL)
             server.wait()
+
+
+@contextmanager
+def spark_thrift_server(spark: Any, schema: str, location: Path) -> Iterator[int]:
+    """A Spark Thrift server (HiveServer2's protocol, the pip pyspark's thriftserver jar) on
+    127.0.0.1 inside the classic ``spark``'s own driver, so its clients' tables are ``spark``'s:
+    ``schema`` is created first at ``location``, where their files go. Yields its port; on exit
+    stops the server and drops ``schema`` with its tables (the session goes on)."""
+    port = free_loopback_port()
+    spark.conf.set("hive.server2.thrift.port", str(port))
+    spark.conf.set("hive.server2.thrift.bind.host", "127.0.0.1")
+    # No per-query log files under the machine's /tmp.
+    spark.conf.set("hive.server2.logging.operation.enabled", "false")
+    spark.sql(f"create schema {schema} location '{location.as_uri()}'")
+    jvm = spark.sparkContext._jvm
+    # The server's own (in-memory) Derby logs beside the schema, not in the working folder.
+    jvm.java.lang.System.setProperty("derby.stream.error.file", str(location.parent / "derby.log"))
+    thriftserver = jvm.org.apache.spark.sql.hive.thriftserver.HiveThriftServer2
+    server = thriftserver.startWithContext(spark._jsparkSession.sqlContext())
+    try:
+        yield port
+    finally:
+        server.stop()
+        spark.sql(f"drop schema if exists {schema} cascade")

@@ -6,17 +6,24 @@ DuckDB, and each model shows in Dagster as dbt reports it done, while the build 
 from __future__ import annotations
 
 import contextlib
-import threading
-import time
 
 import dagster as dg
 import pytest
-from dbt_shop import MODELS, assert_environment_names, copy_shop, copy_shop_on_postgres
+from dbt_shop import (
+    LUCKY_DRAW,
+    MODELS,
+    assert_a_model_shows_while_the_build_goes_on,
+    assert_environment_names,
+    assert_inputs_are_the_upstream_receipts,
+    assert_only_the_random_model_flagged,
+    assert_the_seed_change_explained,
+    copy_shop,
+    copy_shop_on_postgres,
+    judged,
+    judged_after_a_seed_change,
+)
 from postgres_cluster import postgres_available, postgres_cluster
 
-from ubunye_core.records.drift import INPUTS_CHANGED, SAME_INPUTS
-from ubunye_dagster.drift.sensor import build_drift_sensor
-from ubunye_dagster.receipts import metadata as keys
 from ubunye_rows.sql import fingerprint_postgres
 
 pytest.importorskip("dbt.adapters.postgres", reason="the dbt-postgres extra is not installed")
@@ -25,8 +32,6 @@ pytestmark = pytest.mark.skipif(
     not postgres_available(), reason="PostgreSQL's server binaries are not installed"
 )
 
-#: A model whose rows differ on every build from the same code, inputs and environment.
-LUCKY_DRAW = "select order_id, random() as draw from {{ ref('raw_orders') }}\n"
 #: A model that takes a while, built after the others: the build is still going while it runs.
 SLOW_MODEL = (
     "select count(*) as customers from {{ ref('customer_revenue') }}, "
@@ -49,12 +54,6 @@ def drawn_twice(cluster, tmp_path_factory):
         shop.write("models/lucky_draw.sql", LUCKY_DRAW)
         runs = [shop.materialise(instance), shop.materialise(instance)]
         yield shop, instance, runs
-
-
-def judged(instance: dg.DagsterInstance) -> dict[str, dg.AssetCheckEvaluation]:
-    """The drift sensor's latest verdict on each asset, after one tick over every receipt."""
-    data = build_drift_sensor(None).evaluate_tick(dg.build_sensor_context(instance=instance))
-    return {event.asset_key.to_user_string(): event for event in data.asset_events}
 
 
 def streamed_digest(cluster, dbname: str, table: str) -> str | None:
@@ -101,22 +100,12 @@ def test_the_environment_names_dbt_postgres_and_its_driver(drawn_twice):
 
 def test_the_inputs_are_the_upstream_receipts_of_the_same_build(drawn_twice):
     shop, _, runs = drawn_twice
-    record = shop.record("customer_revenue", runs[-1].run_id)
-    by_name = {step.name: step for step in record.inputs}
-    assert set(by_name) == {"raw_customers", "stg_orders"}
-    for name, step in by_name.items():
-        assert step.data_hash == shop.record(name, runs[-1].run_id).outputs[-1].data_hash
+    assert_inputs_are_the_upstream_receipts(shop, runs[-1].run_id)
 
 
 def test_a_non_deterministic_model_on_postgresql_is_flagged(drawn_twice):
     _, instance, _ = drawn_twice
-    verdicts = judged(instance)
-
-    assert not verdicts["lucky_draw"].passed
-    assert verdicts["lucky_draw"].metadata["ubunye/reason"].value == SAME_INPUTS
-    for steady in ("stg_orders", "customer_revenue"):
-        assert verdicts[steady].passed, steady
-        assert verdicts[steady].metadata["ubunye/verdict"].value == "unchanged"
+    assert_only_the_random_model_flagged(judged(instance))
 
 
 @pytest.fixture(scope="module")
@@ -124,24 +113,11 @@ def seed_changed(drawn_twice):
     """The same shop built a third time, after one order of its seed was corrected (judged after
     the tests of the first two builds, which come first in this module)."""
     shop, instance, _ = drawn_twice
-    seed = shop.project_dir / "seeds" / "raw_orders.csv"
-    seed.write_text(seed.read_text().replace("7.25", "8.25"), encoding="utf-8")
-    shop.materialise(instance)
-    return judged(instance)
+    return judged_after_a_seed_change(shop, instance)
 
 
 def test_a_changed_seed_on_postgresql_is_explained_by_its_input(seed_changed):
-    verdicts = seed_changed
-    for steady in ("raw_customers", "stg_orders", "customer_revenue"):
-        assert verdicts[steady].passed, steady
-    for downstream in ("stg_orders", "customer_revenue"):
-        assert verdicts[downstream].metadata["ubunye/reason"].value == INPUTS_CHANGED
-    assert verdicts["raw_orders"].metadata["ubunye/verdict"].value == "explained"
-
-
-def _materialised(instance: dg.DagsterInstance, asset: str) -> list[dg.AssetMaterialization]:
-    records = instance.fetch_materializations(dg.AssetKey(asset), limit=5).records
-    return [record.asset_materialization for record in records]
+    assert_the_seed_change_explained(seed_changed)
 
 
 def _built_in_postgresql(cluster, dbname: str, table: str) -> bool:
@@ -157,17 +133,6 @@ def _built_in_postgresql(cluster, dbname: str, table: str) -> bool:
 def test_each_model_shows_with_its_receipt_while_the_build_goes_on(cluster, tmp_path, monkeypatch):
     shop = copy_shop_on_postgres(tmp_path, monkeypatch, cluster, "streamed")
     shop.write("models/slow_count.sql", SLOW_MODEL)
-    with dg.instance_for_test() as instance:
-        build = threading.Thread(target=shop.materialise, args=(instance,))
-        build.start()
-        deadline = time.monotonic() + 120
-        while not _materialised(instance, "stg_orders") and time.monotonic() < deadline:
-            time.sleep(0.1)
-        seen = _materialised(instance, "stg_orders")
-        last_model_built = _built_in_postgresql(cluster, "streamed", "slow_count")
-        build.join(timeout=300)
-
-        assert seen, "stg_orders never showed as materialised"
-        assert keys.DATA_HASH in seen[0].metadata
-        assert not last_model_built, "stg_orders showed only once dbt had built its last model"
-        assert _materialised(instance, "slow_count"), "the build did not finish its last model"
+    assert_a_model_shows_while_the_build_goes_on(
+        shop, lambda: _built_in_postgresql(cluster, "streamed", "slow_count"), timeout=120
+    )

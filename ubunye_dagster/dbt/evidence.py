@@ -17,6 +17,8 @@ ADAPTER_DRIVERS: dict[str, tuple[str, ...]] = {
     "duckdb": ("duckdb",),
     # psycopg2 is published as two distributions; whichever is installed is named.
     "postgres": ("psycopg2", "psycopg2-binary"),
+    # pyspark runs the session method (and hashes the tables); PyHive and thrift the Thrift method.
+    "spark": ("pyspark", "PyHive", "thrift"),
 }
 
 

@@ -3,10 +3,11 @@
 ``with_dbt_receipts`` hashes each materialised node's relation in the warehouse, saves the
 asset's run record v2 (the layout and identity of every other asset's) and yields the event with
 the receipt's metadata and the rows-v1 digest as its data version. On a server warehouse
-(PostgreSQL) a node is hashed on a thread pool as soon as dbt reports it, and its event yielded
-when its receipt is saved, in dbt's order, while dbt goes on; on DuckDB, whose file dbt holds
-until it exits, the events are drained first. dbt's own test results pass through unchanged, and
-so does a failed build's error, raised after the receipts of what was built.
+(PostgreSQL; Spark through a Thrift server) a node is hashed on a thread pool as soon as dbt
+reports it, and its event yielded when its receipt is saved, in dbt's order, while dbt goes on;
+on DuckDB, whose file dbt holds until it exits, the events are drained first. dbt's own test
+results pass through unchanged, and so does a failed build's error, raised after the receipts of
+what was built.
 """
 
 from __future__ import annotations

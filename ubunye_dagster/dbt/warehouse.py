@@ -1,10 +1,12 @@
 """Relations hashed where they are stored: rows-v1 of a dbt relation, computed in the warehouse.
 
 Each adapter type has its way in: DuckDB through the profile's database file, opened read only
-once dbt has exited (dbt holds the file while it runs); every other adapter through the dbt
-adapter's own connections (the profile's credentials and settings), one per thread, while dbt is
-still running: PostgreSQL hashes in the database, any other streams the relation's rows to the
-kernel through its driver's Arrow fetch (``ubunye_dagster.warehouse.relations``).
+once dbt has exited (dbt holds the file while it runs); Spark through this process's
+SparkSession, which reads the tables of the metastore dbt writes to (a Thrift server's, a shared
+Hive metastore, a Databricks catalog) and hashes them on the cluster; every other adapter through
+the dbt adapter's own connections (the profile's credentials and settings), one per thread, while
+dbt is still running: PostgreSQL hashes in the database, any other streams the relation's rows to
+the kernel through its driver's Arrow fetch (``ubunye_dagster.warehouse.relations``).
 
 A hash that cannot be computed is the step's ``hash_error`` (``"<Type>: <message>"``), never a
 raised error: a receipt does not fail a build.
@@ -24,6 +26,7 @@ from ubunye_core.records.model import StepRecord
 from ubunye_dagster.receipts.masking import mask_error
 from ubunye_dagster.warehouse.relations import hash_relation
 from ubunye_rows.hashing.digest import Fingerprint
+from ubunye_rows.hashing.spark import fingerprint_spark
 
 #: How the database file is opened: read only, as dagster-dbt's in-process adapter opens it (DuckDB
 #: refuses a second configuration of one file in a process).
@@ -103,15 +106,54 @@ class AdapterConnections:
             return hash_relation(handle, self.kind, relation)
 
 
-Warehouse = DuckDBFile | AdapterConnections
+@dataclass
+class SparkSessionTables:
+    """The dbt project's Spark tables read by name through this process's SparkSession (which
+    must share dbt's metastore), each hashed on the cluster: one aggregation, the kernel on the
+    executors, as the IO manager hashes a Spark DataFrame."""
+
+    session: Any
+    #: A Thrift server or a metastore service takes readers while dbt writes; dbt's ``session``
+    #: method holds its Spark, and an embedded metastore, until it exits.
+    reads_while_dbt_runs: bool = True
+
+    @contextlib.contextmanager
+    def open(self) -> Iterator[SparkSessionTables]:
+        """Nothing to hold across relations: the session is this process's."""
+        yield self
+
+    def fingerprint(self, relation: str) -> Fingerprint:
+        """rows-v1 of the table ``relation`` (``schema.table``), computed by Spark."""
+        # dbt rewrote the table from another session: this one's cached file listing is stale.
+        self.session.catalog.refreshTable(relation)
+        return fingerprint_spark(self.session.table(relation))
+
+
+Warehouse = DuckDBFile | AdapterConnections | SparkSessionTables
 
 
 def _duckdb(invocation: Any) -> DuckDBFile:
     return DuckDBFile(invocation.adapter, Path(invocation.project_dir))
 
 
+def _spark(invocation: Any) -> SparkSessionTables:
+    from pyspark.errors import PySparkRuntimeError
+    from pyspark.sql import SparkSession
+
+    try:
+        session = SparkSession.active()
+    except PySparkRuntimeError:
+        raise RuntimeError(
+            "no SparkSession is running in this process to read the dbt project's Spark tables: "
+            "start one that reaches dbt's metastore (a dagster-pyspark resource, "
+            "SparkSession.builder.getOrCreate()) before the dbt build"
+        ) from None
+    method = str(getattr(invocation.adapter.config.credentials, "method", ""))
+    return SparkSessionTables(session, reads_while_dbt_runs=method != "session")
+
+
 #: The adapter types reached otherwise than through the adapter's own connections.
-WAREHOUSES: dict[str, Callable[[Any], Warehouse]] = {"duckdb": _duckdb}
+WAREHOUSES: dict[str, Callable[[Any], Warehouse]] = {"duckdb": _duckdb, "spark": _spark}
 
 
 def warehouse_of(invocation: Any, adapter_type: str) -> Warehouse | Unreachable:
@@ -120,9 +162,12 @@ def warehouse_of(invocation: Any, adapter_type: str) -> Warehouse | Unreachable:
         return Unreachable("ValueError: the dbt project's profile names no adapter type")
     if invocation.adapter is None:
         return Unreachable("ValueError: the dbt invocation has no adapter to reach the warehouse")
-    if adapter_type in WAREHOUSES:
+    if adapter_type not in WAREHOUSES:
+        return AdapterConnections(invocation.adapter, adapter_type)
+    try:
         return WAREHOUSES[adapter_type](invocation)
-    return AdapterConnections(invocation.adapter, adapter_type)
+    except Exception as error:  # no way in (no Spark here, its library missing): each step says so
+        return Unreachable(mask_error(error))
 
 
 def hashed_step(

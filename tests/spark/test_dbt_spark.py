@@ -1,0 +1,184 @@
+"""dbt on Spark: the example dbt project, unchanged but for its profile's target, built by real
+dbt-spark through the Thrift server of the tests' own SparkSession (dbt's tables are that
+session's, as a cluster's metastore is shared between dbt and Dagster on Databricks or EMR); every
+model and seed gets its receipt hashed by Spark, the drift sensor judges them as on DuckDB, and
+each model shows in Dagster as dbt reports it done, while the build goes on."""
+
+from __future__ import annotations
+
+import runpy
+from collections.abc import Iterator
+from importlib.metadata import version
+from pathlib import Path
+from types import SimpleNamespace
+
+import dagster as dg
+import pytest
+from dbt_shop import (
+    LUCKY_DRAW,
+    MODELS,
+    assert_a_model_shows_while_the_build_goes_on,
+    assert_environment_names,
+    assert_inputs_are_the_upstream_receipts,
+    assert_only_the_random_model_flagged,
+    assert_the_seed_change_explained,
+    copy_shop,
+    copy_shop_on_postgres,
+    copy_shop_on_spark,
+    judged,
+    judged_after_a_seed_change,
+)
+from local_spark import spark_thrift_server
+from postgres_cluster import postgres_available, postgres_cluster
+
+from ubunye_rows import fingerprint_arrow
+
+pytest.importorskip("dbt.adapters.spark", reason="the dbt-spark extra is not installed")
+pytest.importorskip("pyhive", reason="dbt-spark's Thrift method needs PyHive (extra dbt-spark)")
+
+pytestmark = pytest.mark.spark
+
+#: The script that regenerates docs/dbt.md's table of digests on each adapter.
+SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "dbt_adapter_digests.py"
+
+
+@pytest.fixture(scope="module")
+def thrift_port(spark, spark_remote, tmp_path_factory) -> Iterator[int]:
+    """The port of a Thrift server inside the tests' SparkSession, its schema ``main`` (the
+    profile's) in a temp folder."""
+    if spark_remote is not None:
+        pytest.skip("the Thrift server runs inside a classic SparkSession's driver")
+    location = tmp_path_factory.mktemp("dbt_spark_warehouse") / "main.db"
+    with spark_thrift_server(spark, "main", location) as port:
+        yield port
+
+
+@pytest.fixture(scope="module")
+def drawn_twice(thrift_port, tmp_path_factory):
+    """The shop on Spark with a non-deterministic model, built twice, nothing changed."""
+    with pytest.MonkeyPatch.context() as monkeypatch, dg.instance_for_test() as instance:
+        shop = copy_shop_on_spark(tmp_path_factory.mktemp("dbt_spark"), monkeypatch, thrift_port)
+        shop.write("models/lucky_draw.sql", LUCKY_DRAW)
+        runs = [shop.materialise(instance), shop.materialise(instance)]
+        yield shop, instance, runs
+
+
+def test_each_dbt_node_gets_a_receipt_hashed_by_spark(drawn_twice):
+    shop, _, runs = drawn_twice
+    for asset in (*MODELS, "lucky_draw"):
+        output = shop.record(asset, runs[-1].run_id).outputs[-1]
+        assert output.hash_error is None, (asset, output.hash_error)
+        assert output.hash_method == "rows-v1" and output.data_hash.startswith("sha256:")
+        assert output.location == f"main.{asset}"
+        assert output.format == "spark"
+
+
+def test_the_digest_by_spark_is_the_kernels_on_the_rows_read_out(drawn_twice, spark):
+    shop, _, runs = drawn_twice
+    for asset in MODELS:
+        recorded = shop.record(asset, runs[-1].run_id).outputs[-1].data_hash
+        assert recorded == fingerprint_arrow(spark.table(f"main.{asset}").toArrow()).data_hash
+
+
+@pytest.fixture(scope="module")
+def digests_script() -> SimpleNamespace:
+    """scripts/dbt_adapter_digests.py's functions and constants, run as a module of its own."""
+    return SimpleNamespace(**runpy.run_path(str(SCRIPT), run_name="dbt_adapter_digests"))
+
+
+@pytest.fixture(scope="module")
+def on_duckdb(digests_script, tmp_path_factory) -> dict:
+    """Each seed's and model's output step of the same project built on DuckDB."""
+    with pytest.MonkeyPatch.context() as monkeypatch:
+        shop = copy_shop(tmp_path_factory.mktemp("dbt_duckdb"), monkeypatch)
+        return digests_script.built_outputs(shop)
+
+
+def outputs_on_spark(drawn_twice) -> dict:
+    """Each seed's and model's output step of the last build on Spark."""
+    shop, _, runs = drawn_twice
+    return {asset: shop.record(asset, runs[-1].run_id).outputs[-1] for asset in MODELS}
+
+
+def test_the_same_seeds_and_models_have_the_same_digests_on_duckdb(drawn_twice, on_duckdb):
+    on_spark = outputs_on_spark(drawn_twice)
+    for asset in MODELS:
+        theirs, ours = on_duckdb[asset], on_spark[asset]
+        assert theirs.format == "duckdb" and ours.format == "spark"
+        assert (ours.data_hash, ours.schema_hash) == (theirs.data_hash, theirs.schema_hash), asset
+
+
+@pytest.fixture(scope="module")
+def digests_table(digests_script, drawn_twice, on_duckdb, tmp_path_factory) -> str:
+    """The docs' table of digests made from these builds and one on a temporary PostgreSQL."""
+    if not postgres_available():
+        pytest.skip("PostgreSQL's server binaries are not installed")
+    root = tmp_path_factory.mktemp("dbt_postgres")
+    with pytest.MonkeyPatch.context() as monkeypatch, postgres_cluster("admin") as cluster:
+        on_postgres = digests_script.built_outputs(
+            copy_shop_on_postgres(root, monkeypatch, cluster, "shop")
+        )
+    outputs = {"duckdb": on_duckdb, "postgres": on_postgres, "spark": outputs_on_spark(drawn_twice)}
+    return digests_script.digests_block(outputs)
+
+
+def test_the_docs_table_of_digests_on_each_adapter_matches_these_builds(
+    digests_script, digests_table
+):
+    text = digests_script.DOC.read_text(encoding="utf-8")
+    problems = digests_script.disagreements(text, {"digests": digests_table})
+    assert not problems, "run `python scripts/dbt_adapter_digests.py`:\n" + "".join(problems)
+
+
+def test_a_docs_table_saying_the_digests_differ_is_caught(digests_script, digests_table):
+    text = digests_script.DOC.read_text(encoding="utf-8")
+    wrong = text.replace("  yes\n", "  no\n", 1)
+    assert wrong != text
+    [problem] = digests_script.disagreements(wrong, {"digests": digests_table})
+    assert "docs/dbt.md digests" in problem
+
+
+def test_the_environment_names_dbt_spark_pyspark_and_pyhive(drawn_twice):
+    shop, _, runs = drawn_twice
+    record = shop.record("stg_orders", runs[-1].run_id)
+    assert_environment_names(record, "spark", "PyHive")
+    assert record.environment["packages"]["pyspark"] == version("pyspark")
+
+
+def test_the_inputs_are_the_upstream_receipts_of_the_same_build(drawn_twice):
+    shop, _, runs = drawn_twice
+    assert_inputs_are_the_upstream_receipts(shop, runs[-1].run_id)
+
+
+def test_a_non_deterministic_model_on_spark_is_flagged(drawn_twice):
+    _, instance, _ = drawn_twice
+    assert_only_the_random_model_flagged(judged(instance))
+
+
+@pytest.fixture(scope="module")
+def seed_changed(drawn_twice):
+    """The same shop built a third time, after one order of its seed was corrected (judged after
+    the tests of the first two builds, which come first in this module)."""
+    shop, instance, _ = drawn_twice
+    return judged_after_a_seed_change(shop, instance)
+
+
+def test_a_changed_seed_on_spark_is_explained_by_its_input(seed_changed):
+    assert_the_seed_change_explained(seed_changed)
+
+
+#: A model that takes a while, built after the others: the build is still going while it runs.
+SLOW_MODEL = (
+    "select count(*) as customers, max(pause.slept) as slept from {{ ref('customer_revenue') }}, "
+    "(select reflect('java.lang.Thread', 'sleep', cast(6000 as bigint)) as slept) as pause\n"
+)
+
+
+def test_each_model_shows_with_its_receipt_while_the_build_goes_on(
+    spark, thrift_port, tmp_path, monkeypatch
+):
+    shop = copy_shop_on_spark(tmp_path, monkeypatch, thrift_port)
+    shop.write("models/slow_count.sql", SLOW_MODEL)
+    assert_a_model_shows_while_the_build_goes_on(
+        shop, lambda: spark.catalog.tableExists("main.slow_count")
+    )
