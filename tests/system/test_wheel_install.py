@@ -218,7 +218,7 @@ def test_the_installed_wheels_pass_the_conformance_suite_on_the_kernel_without_r
     installed, tmp_path
 ):
     for name in CONFORMANCE_FILES:
-        shutil.copy(ROOT / "tests" / name, tmp_path / name)
+        shutil.copy(ROOT / "tests" / "unit" / name, tmp_path / name)
     report = tmp_path / "report.xml"
     # The kernel's absence would be a warning (and the Python path the same digests): an error.
     missing_kernel = "error::ubunye_rows.hashing.native.KernelMissingWarning"
