@@ -254,6 +254,19 @@ def step_asset_outputs(step_context: StepExecutionContext) -> list[tuple[str, dg
     return found
 
 
+def unpartitioned_assets_to_execute(step_context: StepExecutionContext) -> list[dg.AssetKey]:
+    """The unpartitioned assets the steps this process executes for the run write (every step
+    of the run in-process, the step alone in its own process)."""
+    plan = step_context.execution_plan
+    keys = []
+    for step_key in plan.step_keys_to_execute:
+        for step_output in plan.get_step_by_key(step_key).step_outputs:
+            properties = step_output.properties
+            if properties.asset_key is not None and not properties.is_asset_partitioned:
+                keys.append(properties.asset_key)
+    return list(dict.fromkeys(keys))
+
+
 def output_partition(step_context: StepExecutionContext, output_name: str) -> str | None:
     """The one partition an output writes, None when unpartitioned (ValueError for a range)."""
     if not step_context.has_asset_partitions_for_output(output_name):

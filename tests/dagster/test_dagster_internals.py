@@ -349,3 +349,31 @@ def test_the_check_executions_still_name_the_materialisations_a_sensor_judged():
         assert judged(third) == set()
         # Executions older than the timestamp are never read: nothing before it is a verdict.
         assert judged(first, not_before=time.time() + 60) == set()
+
+
+def test_the_execution_plan_still_names_the_unpartitioned_assets_a_process_executes():
+    from ubunye_dagster.dagster_internals import unpartitioned_assets_to_execute
+
+    seen = {}
+
+    @dg.asset(partitions_def=dg.StaticPartitionsDefinition(["a"]))
+    def by_day() -> None:
+        return None
+
+    @dg.asset
+    def first(context) -> None:
+        seen["keys"] = unpartitioned_assets_to_execute(context.get_step_execution_context())
+
+    @dg.asset(deps=[first])
+    def second() -> None:
+        return None
+
+    assert dg.materialize([first, second]).success
+    assert seen["keys"] == [dg.AssetKey("first"), dg.AssetKey("second")]
+
+    @dg.asset(partitions_def=dg.StaticPartitionsDefinition(["a"]))
+    def partitioned_first(context) -> None:
+        seen["keys"] = unpartitioned_assets_to_execute(context.get_step_execution_context())
+
+    assert dg.materialize([partitioned_first, by_day], partition_key="a").success
+    assert seen["keys"] == []

@@ -166,6 +166,37 @@ def test_a_write_the_check_judges_reads_the_previous_materialisation_once_and_sh
     assert one_line(text, "**Rows changed**").endswith(f": {outcome}.")
 
 
+def test_a_run_of_several_assets_finds_their_previous_materialisations_in_one_query(
+    tmp_path, monkeypatch
+):
+    ROWS["n"] = 3
+    with dg.instance_for_test() as instance:
+        first = materialise(tmp_path, instance)
+        asked: list[list[str]] = []
+        single = []
+        records, fetch = instance.get_asset_records, instance.fetch_materializations
+
+        def asset_records(keys=None):
+            asked.append(sorted(key.to_user_string() for key in keys or []))
+            return records(keys)
+
+        def fetched(*args, **kwargs):
+            single.append(args)
+            return fetch(*args, **kwargs)
+
+        monkeypatch.setattr(instance, "get_asset_records", asset_records)
+        monkeypatch.setattr(instance, "fetch_materializations", fetched)
+        second = materialise(tmp_path, instance)
+
+    assert asked.count(["doubled", "raw"]) == 1
+    assert single == []
+    for key in ("raw", "doubled"):
+        text, _ = summary_of(second, key)
+        assert one_line(text, "**Same rows**") == (
+            f"**Same rows** as the previous materialisation (run\u00a0`{first.run_id[:8]}`)."
+        )
+
+
 # The summary as the UI lays it out: CommonMark paragraphs (a backslash at a line's end breaks
 # the line), and tables whose cells do not wrap while the column is wider than what shows.
 HARD_BREAK = "\\\n"

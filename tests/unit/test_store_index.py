@@ -258,6 +258,18 @@ def test_a_saved_record_is_in_the_index_at_once(tmp_path):
     assert rows == [(TASKS[0], "r1.json", "error")]
 
 
+def test_a_record_saved_without_telling_the_index_is_listed_and_then_indexed_when_final(tmp_path):
+    store = LineageStore(tmp_path)
+    store.save(make_record("r1"))
+    runs_seen(store)
+    store.save(make_record("r2", status="running"), index=False)
+    assert runs_seen(store) == ([("r2", "running"), ("r1", "running")],) * 2
+    store.save(make_record("r2", status="success"))
+    with sqlite3.connect(store.index_path()) as connection:
+        rows = connection.execute("SELECT file, status FROM runs ORDER BY file").fetchall()
+    assert rows == [("r1.json", "running"), ("r2.json", "success")]
+
+
 def test_deleting_the_index_loses_nothing(tmp_path):
     store = LineageStore(tmp_path)
     for i in range(5):

@@ -29,9 +29,10 @@ if TYPE_CHECKING:
 class RecordWriter(StoreLayout):
     """Writes the store's record files (and tells the index)."""
 
-    def save(self, record: RunRecord) -> UPath:
+    def save(self, record: RunRecord, *, index: bool = True) -> UPath:
         """Write ``record`` atomically (replacing an earlier version of the same run); its path.
-        The index learns of it too (if that fails, the next listing reads the file)."""
+        The index learns of it too, unless ``index`` is False (a record about to be replaced);
+        either way the next listing finds the file (if telling the index fails, it reads it)."""
         expected = f"{record.usecase}/{record.package}/{record.task_name}"
         if record.task_path.strip("/") != expected:
             raise ValueError(
@@ -48,7 +49,7 @@ class RecordWriter(StoreLayout):
                 path.parent.mkdir(parents=True, exist_ok=True)
             # One PUT: an object store shows either the old object or the whole new one.
             path.fs.pipe_file(path.path, data)
-        if self.use_index:
+        if self.use_index and index:
             with suppress(IndexUnavailable, sqlite3.Error, OSError):
                 self._index().record_saved(expected, self._file_entry(path), record, text)
         return path

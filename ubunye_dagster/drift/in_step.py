@@ -30,6 +30,7 @@ class InStepJudge:
             input_asset_keys=saved.input_asset_keys,
             settings=configured_settings(context.step_context, context.asset_key),
             finding=verdict.finding if verdict is not None else None,
+            step_context=context.step_context,
         )
 
         def report() -> None:

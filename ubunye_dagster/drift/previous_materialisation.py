@@ -14,12 +14,17 @@ from pydantic import BaseModel, ConfigDict
 from ubunye_core.locations import StoreAccess
 from ubunye_core.records import drift
 from ubunye_core.records.model import RunRecord
-from ubunye_dagster.dagster_internals import CODE_VERSION_TAG, INPUT_DATA_VERSION_TAG_PREFIX
+from ubunye_dagster.dagster_internals import (
+    CODE_VERSION_TAG,
+    INPUT_DATA_VERSION_TAG_PREFIX,
+    StepExecutionContext,
+)
 from ubunye_dagster.drift.settings import DriftSettings
 from ubunye_dagster.receipts import metadata as metadata_keys
 from ubunye_dagster.receipts.materialisations import (
     metadata_values,
     newest_materialisation,
+    previous_materialisation,
     tags_of,
 )
 
@@ -50,14 +55,19 @@ def judge_before_storage(
     receipt: drift.DriftEvidence,
     settings: DriftSettings,
     run_id: str,
+    step_context: StepExecutionContext | None = None,
 ) -> Finding:
     """A materialisation its step is about to store (``receipt``: what its metadata and tags will
     say) judged as the sensor will judge it once stored: against the newest stored materialisation
-    of the same asset and partition, which is then its predecessor."""
+    of the same asset and partition, which is then its predecessor (looked up with the run's
+    other assets when ``step_context``, the storing step's, is given)."""
     notes: list[str] = []
     records_cache: dict[str, RunRecord | None] = {}
     receipt = filled_receipt(receipt, settings, records_cache, notes)
-    previous = newest_materialisation(instance, key, partition)
+    if step_context is not None:
+        previous = previous_materialisation(step_context, key, partition)
+    else:
+        previous = newest_materialisation(instance, key, partition)
     previous_receipt = receipt_of(previous, settings, records_cache, notes)
     where = (None, run_id, time.time())
     return finding_against(

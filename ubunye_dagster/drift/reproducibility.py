@@ -101,8 +101,9 @@ def _judge(
     run_id, _ = internals.run_and_step_of(step_context)
     if check_key not in _planned_checks(instance, run_id):
         return None
+    receipt = _receipt(context, entries)
     finding = judge_before_storage(
-        instance, context.asset_key, partition_key, _receipt(context, entries), settings, run_id
+        instance, context.asset_key, partition_key, receipt, settings, run_id, step_context
     )
     return StepVerdict(finding=finding, flag_reasons=settings.flag_reasons, access=access)
 

@@ -13,6 +13,7 @@ import dagster as dg
 
 from ubunye_core.records import drift
 from ubunye_core.records.model import RunRecord, StepRecord
+from ubunye_dagster.dagster_internals import StepExecutionContext
 from ubunye_dagster.drift.previous_materialisation import Finding, judge_before_storage
 from ubunye_dagster.drift.settings import DriftSettings
 from ubunye_dagster.receipts.metadata import RECORD_PATH, SUMMARY
@@ -207,9 +208,11 @@ def judged(
     record: RunRecord,
     output_name: str,
     settings: DriftSettings,
+    step_context: StepExecutionContext | None = None,
 ) -> tuple[drift.Judgement, str | None]:
     """This materialisation's record judged against the previous materialisation of the asset
-    and partition in the event log; a judgement that says why when it cannot be made."""
+    and partition in the event log (``step_context``: the storing step's, when there is one);
+    a judgement that says why when it cannot be made."""
     if instance is None:
         reason = "no Dagster instance to find the previous materialisation in"
         return drift.Judgement(verdict=drift.JudgementVerdict.NOT_JUDGED, reason=reason), None
@@ -217,7 +220,7 @@ def judged(
     partition = str(partition_key) if partition_key is not None else None
     try:
         finding = judge_before_storage(
-            instance, asset_key, partition, current, settings, record.run_id
+            instance, asset_key, partition, current, settings, record.run_id, step_context
         )
         return finding.judgement, finding.previous_run_id
     except Exception as error:  # shown in the entry: a summary never fails the write
@@ -236,6 +239,7 @@ def summary_metadata(
     input_asset_keys: Mapping[str, str | None],
     settings: DriftSettings,
     finding: Finding | None = None,
+    step_context: StepExecutionContext | None = None,
 ) -> dict[str, dg.MetadataValue]:
     """``{"ubunye/summary": <Markdown>}`` for one asset materialisation, showing ``finding`` when
     its step judged it already (the event log is not read again), else judged here with the
@@ -244,7 +248,7 @@ def summary_metadata(
         judgement, previous_run_id = finding.judgement, finding.previous_run_id
     else:
         judgement, previous_run_id = judged(
-            instance, asset_key, partition_key, record, output.name, settings
+            instance, asset_key, partition_key, record, output.name, settings, step_context
         )
     summary = receipt_summary(
         record,

@@ -113,10 +113,11 @@ def receipt_metadata(
 ) -> dict[str, Any]:
     """The materialisation's metadata: the summary first (the entry people read), then the
     receipt's entries, as the IO manager writes them."""
+    step_context = internals.step_context_of(context)
     summary = summary_metadata(
         context.instance, asset_key, partition_key, record, output,
         record_path=path, input_asset_keys=keys,
-        settings=configured_settings(internals.step_context_of(context), asset_key),
+        settings=configured_settings(step_context, asset_key), step_context=step_context,
     )  # fmt: skip
     entries = output_metadata(
         record, output, record_path=path, input_asset_keys=keys,

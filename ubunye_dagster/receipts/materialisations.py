@@ -1,6 +1,7 @@
 """Reading a receipt back: the one lookup of an asset (partition)'s newest materialisation in the
-Dagster event log, its metadata and tags as plain values (``metadata.py`` writes them), and the
-materialisations this process's steps made, which a later step of the same run reads instead."""
+Dagster event log (asked once per run for the unpartitioned assets a process's steps write), its
+metadata and tags as plain values (``metadata.py`` writes them), and the materialisations this
+process's steps made, which a later step of the same run reads instead."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from typing import Any
 
 import dagster as dg
 
+from ubunye_dagster import dagster_internals as internals
 from ubunye_dagster.receipts.metadata import plain
 
 
@@ -105,3 +107,53 @@ def materialised_of(record: dg.EventLogRecord | None) -> Materialised | None:
     if record is None or record.asset_materialization is None:
         return None
     return Materialised(record.run_id, metadata_values(record))
+
+
+#: The newest materialisation, when the run's first step in this process asked, of each
+#: unpartitioned asset this process's steps of the run write (by run id): one query of the
+#: instance for the whole run instead of one for every step.
+_NEWEST_BEFORE_RUN: OrderedDict[str, dict[str, dg.EventLogRecord | None]] = OrderedDict()
+_NEWEST_LOCK = threading.Lock()
+
+
+def previous_materialisation(
+    step_context: internals.StepExecutionContext, key: dg.AssetKey, partition: str | None
+) -> dg.EventLogRecord | None:
+    """The materialisation an output of the step follows: the newest of ``key`` (and partition)
+    in the event log. An unpartitioned asset of a run of several is read from what the run's
+    first step asked for all of them; a partition, or an asset this process already wrote in the
+    run (a retried step), is asked for alone."""
+    instance = internals.instance_of(step_context)
+    run_id, _ = internals.run_and_step_of(step_context)
+    if partition is None and written_in_run(run_id, key, None) is None:
+        newest = _newest_before_run(instance, step_context, run_id)
+        if key.to_user_string() in newest:
+            return newest[key.to_user_string()]
+    return newest_materialisation(instance, key, partition)
+
+
+def _newest_before_run(
+    instance: dg.DagsterInstance, step_context: internals.StepExecutionContext, run_id: str
+) -> dict[str, dg.EventLogRecord | None]:
+    """Each unpartitioned asset of the run's steps in this process with its newest
+    materialisation, asked once (nothing when there is a single asset: one lookup is as cheap)."""
+    with _NEWEST_LOCK:
+        found = _NEWEST_BEFORE_RUN.get(run_id)
+        if found is not None:
+            return found
+        keys = internals.unpartitioned_assets_to_execute(step_context)
+        found = {}
+        if len(keys) > 1:
+            found = {key.to_user_string(): None for key in keys}
+            for asset_record in instance.get_asset_records(keys):
+                entry = asset_record.asset_entry
+                newest = entry.last_materialization_record
+                name = entry.asset_key.to_user_string()
+                if newest is not None and newest.partition_key is not None:
+                    del found[name]  # once partitioned: newest_materialisation filters them
+                else:
+                    found[name] = newest
+        _NEWEST_BEFORE_RUN[run_id] = found
+        while len(_NEWEST_BEFORE_RUN) > _RUNS_REMEMBERED:
+            _NEWEST_BEFORE_RUN.popitem(last=False)
+        return found

@@ -100,9 +100,11 @@ class OpenRecord:
 
     def save(self) -> str:
         """Write the record (atomically) and return its path; the first save of a finished
-        record also emits its OpenLineage events (when OpenLineage is configured)."""
-        path = str(self.store.save(self.record))
-        if self.record.status != "running" and not self.lineage_sent:
+        record also emits its OpenLineage events (when OpenLineage is configured). A ``running``
+        record is replaced within the step: the store's index learns of it from the folder."""
+        running = self.record.status == "running"
+        path = str(self.store.save(self.record, index=not running))
+        if not running and not self.lineage_sent:
             self.lineage_sent = True
             send_finished_record(self.record, path, self.schemas)
         return path

@@ -202,11 +202,27 @@ def _put_object(path: Any, data: bytes) -> None:
     fs.pipe_file(path.path, data)
 
 
+#: Seconds between two sweeps of one folder by this process: listing a folder of many assets on
+#: every write cost a small asset more than its Parquet write, and what a killed writer left
+#: waits a minute at most (``ubunye-dagster clean`` removes it at once).
+SWEEP_INTERVAL_SECONDS = 60.0
+_SWEPT: dict[str, float] = {}
+_SWEPT_LOCK = threading.Lock()
+
+
 def sweep_dead_staging(path: Any) -> list[str]:
-    """Remove what killed writers staged beside ``path``; a live writer's entry stays. A sweep
-    that fails (a read-only listing, a race) never fails the write that asked for it."""
+    """Remove what killed writers staged beside ``path`` (a live writer's entry stays), unless
+    this process swept that folder in the last ``SWEEP_INTERVAL_SECONDS``. A sweep that fails (a
+    read-only listing, a race) never fails the write that asked for it."""
+    folder = native_path(path.parent)
+    key = f"{type(path.fs).__name__}:{folder}"
+    now = time.monotonic()
+    with _SWEPT_LOCK:
+        if now - _SWEPT.get(key, -SWEEP_INTERVAL_SECONDS) < SWEEP_INTERVAL_SECONDS:
+            return []
+        _SWEPT[key] = now
     try:
-        return remove_dead_staging(path.fs, native_path(path.parent))
+        return remove_dead_staging(path.fs, folder)
     except OSError:
         return []
 
