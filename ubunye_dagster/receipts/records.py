@@ -37,6 +37,17 @@ class RecordPlace(Protocol):
     def store(self) -> LineageStore: ...
 
 
+class ReceiptSettings(RecordPlace, Protocol):
+    """What the IO managers' receipt pipeline reads of its settings (``UbunyeResource`` gives
+    them): where records go, whether inputs are hashed and how their reads are verified."""
+
+    hash_inputs: bool
+    verify_reads: str
+    storage_options: dict[str, Any]
+
+    def model_dump_json(self) -> str: ...
+
+
 @dataclass(frozen=True)
 class Subject:
     """What one record is about, as Dagster describes it: the asset (or op output), its package,

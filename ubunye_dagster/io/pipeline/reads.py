@@ -16,8 +16,8 @@ from ubunye_core.records.sketches import combined_input_step
 from ubunye_dagster.io.handlers.base import PARTITION_EXPR
 from ubunye_dagster.io.storage.base import Part, ReadRequest, Storage, StoredRead
 from ubunye_dagster.receipts.recorded import RecordedOutput, latest_materialisation, receipt_of
+from ubunye_dagster.receipts.records import ReceiptSettings
 from ubunye_dagster.receipts.session import LoadedInput, StepSession
-from ubunye_dagster.resource import UbunyeResource
 
 
 class UnverifiedReadError(Exception):
@@ -57,7 +57,7 @@ class InputRead:
 
     def __init__(
         self,
-        resource: UbunyeResource,
+        resource: ReceiptSettings,
         storage: Storage,
         context: dg.InputContext,
         session: StepSession,

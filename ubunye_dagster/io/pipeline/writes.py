@@ -23,10 +23,9 @@ from ubunye_dagster.io.storage.base import Part, Storage
 from ubunye_dagster.receipts import subjects
 from ubunye_dagster.receipts.materialisations import Materialised, remember_written
 from ubunye_dagster.receipts.metadata import output_metadata, plain
-from ubunye_dagster.receipts.records import OpenRecord, close_record
+from ubunye_dagster.receipts.records import OpenRecord, ReceiptSettings, close_record
 from ubunye_dagster.receipts.saved import Judged, SavedReceipt
 from ubunye_dagster.receipts.session import LoadedInput, StepSession, asset_record, open_session
-from ubunye_dagster.resource import UbunyeResource
 from ubunye_rows.hashing import Fingerprint
 
 
@@ -44,7 +43,7 @@ class NoOutputError(TypeError):
 
 
 def write_output(
-    resource: UbunyeResource,
+    resource: ReceiptSettings,
     storage: Storage,
     context: dg.OutputContext,
     obj: Any,
@@ -77,7 +76,7 @@ def write_output(
 
 
 def output_target(
-    resource: UbunyeResource, context: dg.OutputContext, session: StepSession
+    resource: ReceiptSettings, context: dg.OutputContext, session: StepSession
 ) -> Target:
     """Where the output goes and the record it completes."""
     expr = (context.definition_metadata or {}).get(PARTITION_EXPR)
