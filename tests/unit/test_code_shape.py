@@ -93,7 +93,7 @@ GLUE_LAYERS = (
 )
 #: Rooms the write pipeline and the frame handlers never reach: the pipeline ends in observers
 #: given to it, so a write depends on no verdict and no rule, and it reads its settings through
-#: the ``ReceiptSettings`` protocol, not the resource (whose recorder reaches the verdicts).
+#: the ``PipelineSettings`` protocol, not the resource (whose recorder reaches the verdicts).
 PIPELINE_MAY_NOT_IMPORT = {
     "ubunye_dagster.io.pipeline": ("drift", "checks", "resource", "own_rows"),
     "ubunye_dagster.io.handlers": ("drift", "checks", "resource", "own_rows"),

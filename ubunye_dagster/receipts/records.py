@@ -37,7 +37,7 @@ class RecordPlace(Protocol):
     def store(self) -> LineageStore: ...
 
 
-class ReceiptSettings(RecordPlace, Protocol):
+class PipelineSettings(RecordPlace, Protocol):
     """What the IO managers' receipt pipeline reads of its settings (``UbunyeResource`` gives
     them): where records go, whether inputs are hashed and how their reads are verified."""
 

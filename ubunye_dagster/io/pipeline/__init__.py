@@ -19,7 +19,7 @@ from ubunye_dagster.io.pipeline.reads import InputRead, UnverifiedReadError
 from ubunye_dagster.io.pipeline.writes import NoOutputError, write_output
 from ubunye_dagster.io.storage.base import Storage
 from ubunye_dagster.receipts.early_failures import record_early_failures
-from ubunye_dagster.receipts.records import ReceiptSettings
+from ubunye_dagster.receipts.records import PipelineSettings
 from ubunye_dagster.receipts.session import close_run, open_session, save_running_records
 
 __all__ = ["NoOutputError", "ReceiptPipeline", "UnverifiedReadError", "WriteObservers"]
@@ -32,7 +32,7 @@ class ReceiptPipeline:
 
     def __init__(
         self,
-        resource: ReceiptSettings,
+        resource: PipelineSettings,
         storage: Storage,
         observers: WriteObservers,
         access: StoreAccess | None = None,

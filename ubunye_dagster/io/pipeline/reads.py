@@ -16,7 +16,7 @@ from ubunye_core.records.sketches import combined_input_step
 from ubunye_dagster.io.handlers.base import PARTITION_EXPR
 from ubunye_dagster.io.storage.base import Part, ReadRequest, Storage, StoredRead
 from ubunye_dagster.receipts.recorded import RecordedOutput, latest_materialisation, receipt_of
-from ubunye_dagster.receipts.records import ReceiptSettings
+from ubunye_dagster.receipts.records import PipelineSettings
 from ubunye_dagster.receipts.session import LoadedInput, StepSession
 
 
@@ -57,7 +57,7 @@ class InputRead:
 
     def __init__(
         self,
-        resource: ReceiptSettings,
+        resource: PipelineSettings,
         storage: Storage,
         context: dg.InputContext,
         session: StepSession,

@@ -23,7 +23,7 @@ from ubunye_dagster.io.storage.base import Part, Storage
 from ubunye_dagster.receipts import subjects
 from ubunye_dagster.receipts.materialisations import Materialised, remember_written
 from ubunye_dagster.receipts.metadata import output_metadata, plain
-from ubunye_dagster.receipts.records import OpenRecord, ReceiptSettings, close_record
+from ubunye_dagster.receipts.records import OpenRecord, PipelineSettings, close_record
 from ubunye_dagster.receipts.saved import Judged, SavedReceipt
 from ubunye_dagster.receipts.session import LoadedInput, StepSession, asset_record, open_session
 from ubunye_rows.hashing import Fingerprint
@@ -43,7 +43,7 @@ class NoOutputError(TypeError):
 
 
 def write_output(
-    resource: ReceiptSettings,
+    resource: PipelineSettings,
     storage: Storage,
     context: dg.OutputContext,
     obj: Any,
@@ -76,7 +76,7 @@ def write_output(
 
 
 def output_target(
-    resource: ReceiptSettings, context: dg.OutputContext, session: StepSession
+    resource: PipelineSettings, context: dg.OutputContext, session: StepSession
 ) -> Target:
     """Where the output goes and the record it completes."""
     expr = (context.definition_metadata or {}).get(PARTITION_EXPR)
