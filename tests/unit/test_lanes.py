@@ -159,6 +159,50 @@ def test_cores_left_to_other_work_are_taken_from_the_hash_threads_in_this_thread
         pass
 
 
+def test_a_core_lent_while_other_work_runs_comes_back_when_that_work_ends(monkeypatch):
+    monkeypatch.setenv(lanes.HASH_THREADS_ENV, "2")
+    encoding = [True]
+    with lanes.leaving_cores(1, while_busy=lambda: encoding[0]):
+        assert (lanes.hash_threads(), lanes.lending_may_end()) == (1, True)
+        encoding[0] = False
+        assert (lanes.hash_threads(), lanes.lending_may_end()) == (2, False)
+    assert lanes.hash_threads() == 2
+
+
+def test_a_table_hashed_a_slice_at_a_time_while_a_lent_core_comes_back_has_the_whole_digest(
+    monkeypatch,
+):
+    from ubunye_rows.hashing import table_lanes
+
+    table = pa.table(
+        {
+            "id": pa.array(range(5_500), pa.int64()),
+            "name": pa.array([f"n\u00e9{i % 37}" if i % 11 else None for i in range(5_500)]),
+            "x": pa.array([i / 7 if i % 13 else float("nan") for i in range(5_500)]),
+        }
+    )
+    whole = fingerprint(table)
+    monkeypatch.setattr(table_lanes, "LENDING_SLICE_ROWS", 1_000)
+    threads_per_slice = []
+    hash_slice = table_lanes._whole_table_buckets
+
+    def noted(part, names, kinds):
+        threads_per_slice.append(lanes.hash_threads())
+        return hash_slice(part, names, kinds)
+
+    monkeypatch.setattr(table_lanes, "_whole_table_buckets", noted)
+    monkeypatch.setenv(lanes.HASH_THREADS_ENV, "2")
+    with lanes.leaving_cores(1, while_busy=lambda: len(threads_per_slice) < 3):
+        sliced = fingerprint(table)
+    assert threads_per_slice == [1, 1, 1, 2, 2, 2]
+    assert (sliced.data_hash, sliced.schema_hash, sliced.row_count) == (
+        whole.data_hash,
+        whole.schema_hash,
+        whole.row_count,
+    )
+    assert sliced.sketch == whole.sketch
+
+
 def test_the_kernel_setting_picks_the_fallback(monkeypatch):
     monkeypatch.setenv(native.KERNEL_ENV, "python")
     assert lanes.lane_engine() == "hashlib"

@@ -43,21 +43,33 @@ def hash_threads() -> int:
     """
     if getattr(_local, "in_pool", False):
         return 1
-    return max(1, _allowed_threads() - getattr(_local, "cores_lent", 0))
+    lent = sum(count for count, busy in _lends() if busy is None or busy())
+    return max(1, _allowed_threads() - lent)
+
+
+def lending_may_end() -> bool:
+    """True while a core lent by :func:`leaving_cores` goes back once the work beside the hash
+    ends: a long hash then takes its threads a slice at a time, to have them back at once."""
+    return any(busy is not None and busy() for _, busy in _lends())
+
+
+def _lends() -> list[tuple[int, Callable[[], bool] | None]]:
+    return getattr(_local, "lends", [])
 
 
 @contextlib.contextmanager
-def leaving_cores(count: int) -> Iterator[None]:
+def leaving_cores(count: int, while_busy: Callable[[], bool] | None = None) -> Iterator[None]:
     """Within the block, hashing started from this thread leaves ``count`` cores to work that
-    runs beside it in the process (a file being encoded), keeping at least one thread."""
+    runs beside it in the process (a file being encoded), keeping at least one thread; with
+    ``while_busy``, only while it says that work still runs."""
     if count < 0:
         raise ValueError(f"cores to leave must be >= 0, not {count}")
-    before = getattr(_local, "cores_lent", 0)
-    _local.cores_lent = before + count
+    before = _lends()
+    _local.lends = [*before, (count, while_busy)]
     try:
         yield
     finally:
-        _local.cores_lent = before
+        _local.lends = before
 
 
 def _allowed_threads() -> int:

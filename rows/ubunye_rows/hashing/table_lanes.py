@@ -19,7 +19,12 @@ from ubunye_rows.hashing import native
 from ubunye_rows.hashing.arrow_lines import slice_lines, table_slices, value_texts
 from ubunye_rows.hashing.canonical import list_item_kind, map_kinds, struct_field_kinds
 from ubunye_rows.hashing.infinities import refuse_infinite_times
-from ubunye_rows.hashing.lanes import bucket_slices_lanes, hash_threads, line_digests
+from ubunye_rows.hashing.lanes import (
+    bucket_slices_lanes,
+    hash_threads,
+    lending_may_end,
+    line_digests,
+)
 from ubunye_rows.hashing.types import UnsupportedTypeError, canonical_type, plain_type
 
 if TYPE_CHECKING:
@@ -142,13 +147,35 @@ def _by_kernel(function: str, table: pa.Table, names: Sequence[str], kinds: Sequ
     return native.call_or_fall_back(module, function, data, list(names), raw, hash_threads())
 
 
+#: Rows a hash takes at a time while a core it lent may come back (``lanes.lending_may_end``).
+LENDING_SLICE_ROWS = 1 << 17
+
+
 def table_buckets(table: pa.Table, names: Sequence[str], kinds: Sequence[str]) -> np.ndarray:
     """Per-bucket row counts and lane sums ((3, 256) uint64) of the canonical lines of ``table``'s
     columns ``names`` (sorted by name) written under ``kinds``."""
+    if lending_may_end() and table.num_rows > LENDING_SLICE_ROWS:
+        return _sliced_table_buckets(table, names, kinds)
+    return _whole_table_buckets(table, names, kinds)
+
+
+def _whole_table_buckets(table: pa.Table, names: Sequence[str], kinds: Sequence[str]) -> np.ndarray:
     packed = _by_kernel("table_buckets", table, names, kinds)
     if packed is None:
         return python_table_buckets(table, names, kinds)
     return native.buckets_from_bytes(packed)
+
+
+def _sliced_table_buckets(
+    table: pa.Table, names: Sequence[str], kinds: Sequence[str]
+) -> np.ndarray:
+    """The buckets of ``table`` summed slice by slice, each slice hashed on the threads free when
+    it starts (a row's bucket and lanes depend on the row alone; the sums wrap modulo 2**64)."""
+    total = None
+    for start in range(0, table.num_rows, LENDING_SLICE_ROWS):
+        buckets = _whole_table_buckets(table.slice(start, LENDING_SLICE_ROWS), names, kinds)
+        total = buckets if total is None else total + buckets
+    return total
 
 
 def table_digests(table: pa.Table, names: Sequence[str], kinds: Sequence[str]) -> np.ndarray:

@@ -86,9 +86,9 @@ class ArrowStagedWrite(RowsOf, StagedWrite):
         self._file = arrow_files.StagedParquetFile(table, path)
 
     def fingerprint(self) -> Fingerprint:
-        # The encoder, single-threaded, is the write's longest part: hashing on every core
-        # beside it slows it more than the hash gains (bench/README.md), so it keeps its core.
-        with leaving_cores(1 if self._file.encoding() else 0):
+        # The encoder is single-threaded: hashing on every core beside it slows it more than the
+        # hash gains (bench/README.md), so it keeps its core while it runs, and no longer.
+        with leaving_cores(1, while_busy=self._file.encoding):
             return self.rows.fingerprint()
 
     def commit(self, notes: Mapping[str, str]) -> None:
