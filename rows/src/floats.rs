@@ -63,8 +63,11 @@ pub fn write_f64(x: f64, out: &mut Vec<u8>) {
     }
     let mut buffer = zmij::Buffer::new();
     if (PLAIN_LOW..PLAIN_HIGH).contains(&x.abs()) {
-        // zmij writes this range as Java does: positional, ".0" after a whole number.
-        out.extend_from_slice(buffer.format_finite(x).as_bytes());
+        match hundredths(x) {
+            Some(n) => write_hundredths(n, out),
+            // zmij writes this range as Java does: positional, ".0" after a whole number.
+            None => crate::text::put(out, buffer.format_finite(x).as_bytes()),
+        }
         return;
     }
     let magnitude = x.abs();
@@ -72,6 +75,64 @@ pub fn write_f64(x: f64, out: &mut Vec<u8>) {
     write_java(magnitude, shortest, x.is_sign_negative(), out, |near| {
         near.parse::<f64>().ok() == Some(magnitude)
     });
+}
+
+/// `x * 100` when `x` (in the plain range) is the double nearest a decimal of at most two
+/// places, as amounts of money are. That decimal is then `x`'s shortest round-trip text: any
+/// other decimal that reads back as `x` lies within half an ulp (under 1e-9 here) of it, so it
+/// has more places, hence more digits.
+#[inline]
+fn hundredths(x: f64) -> Option<i64> {
+    // Adding and taking away 1.5 * 2^52 rounds to a whole number (|x * 100| < 2^51 here)
+    // without a call to libm's round().
+    const ROUND: f64 = 6_755_399_441_055_744.0;
+    let n = (x * 100.0 + ROUND) - ROUND;
+    (n / 100.0 == x).then_some(n as i64)
+}
+
+/// Appends `n / 100` as Java writes it: the whole part, then one or two places (`12.0`,
+/// `12.3`, `-0.05`). The text is built right to left in one register and stored at once: built
+/// in a stack buffer, its reload stalls on store forwarding.
+#[inline]
+fn write_hundredths(n: i64, out: &mut Vec<u8>) {
+    let pair = |value: u64| -> u128 {
+        let at = 2 * value as usize;
+        u128::from(u16::from_le_bytes([
+            crate::temporal::PAIRS[at],
+            crate::temporal::PAIRS[at + 1],
+        ]))
+    };
+    // Little-endian: the text's first byte is the lowest, so each byte to its left goes in
+    // below what is already there.
+    let mut magnitude = n.unsigned_abs(); // below 1e9 in the plain range: 13 bytes at most
+    let part = magnitude % 100;
+    magnitude /= 100;
+    let (mut text, mut len) = if part % 10 == 0 {
+        (u128::from(b'0' + (part / 10) as u8), 1)
+    } else {
+        (pair(part), 2)
+    };
+    text = (text << 8) | u128::from(b'.');
+    len += 1;
+    while magnitude >= 100 {
+        text = (text << 16) | pair(magnitude % 100);
+        len += 2;
+        magnitude /= 100;
+    }
+    if magnitude >= 10 {
+        text = (text << 16) | pair(magnitude);
+        len += 2;
+    } else {
+        text = (text << 8) | u128::from(b'0' + magnitude as u8);
+        len += 1;
+    }
+    if n < 0 {
+        text = (text << 8) | u128::from(b'-');
+        len += 1;
+    }
+    let start = out.len();
+    out.extend_from_slice(&text.to_le_bytes());
+    out.truncate(start + len);
 }
 
 /// Appends a float32 value's canonical text (Java's `Float.toString`).
@@ -175,6 +236,49 @@ mod tests {
         assert_eq!(double(9999999.0), "9999999.0");
         assert_eq!(double(123.456), "123.456");
         assert_eq!(double(0.1 + 0.2), "0.30000000000000004");
+    }
+
+    /// The plain range's text as zmij writes it, the path every value took before amounts of
+    /// two places had their own.
+    fn zmij_text(x: f64) -> String {
+        zmij::Buffer::new().format_finite(x).to_string()
+    }
+
+    #[test]
+    fn amounts_of_two_places_are_written_as_zmij_writes_them() {
+        let mut state = 20_261_206u64;
+        let mut next = || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state
+        };
+        for _ in 0..200_000 {
+            let cents = (next() % 2_000_000_000) as i64 - 1_000_000_000;
+            for x in [cents as f64 / 100.0, (cents % 100_000) as f64 / 100.0] {
+                if x != 0.0 && (PLAIN_LOW..PLAIN_HIGH).contains(&x.abs()) {
+                    assert_eq!(double(x), zmij_text(x), "{cents} hundredths");
+                }
+            }
+            let other = f64::from_bits(next() >> 2) % 1e7;
+            if other != 0.0 && other >= PLAIN_LOW {
+                assert_eq!(double(other), zmij_text(other), "{other:e}");
+            }
+        }
+        for x in [
+            0.01,
+            0.1,
+            0.5,
+            1.0,
+            9_999_999.99,
+            1234.5,
+            -0.05,
+            100.07,
+            0.29,
+            1.005,
+        ] {
+            assert_eq!(double(x), zmij_text(x), "{x}");
+        }
     }
 
     #[test]
