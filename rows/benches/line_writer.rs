@@ -11,7 +11,7 @@ use std::hint::black_box;
 use std::sync::Arc;
 
 use _kernel::lanes::{bucket_rows, Buckets};
-use _kernel::line::Rows;
+use _kernel::line::{column_names, Rows};
 use arrow_array::builder::{Int64Builder, ListBuilder};
 use arrow_array::{
     ArrayRef, BooleanArray, Date32Array, Decimal128Array, Float64Array, Int32Array, Int64Array,
@@ -178,12 +178,7 @@ fn flat(all: &[(&'static str, ArrayRef)]) -> RecordBatch {
 }
 
 fn rows_of(batch: &RecordBatch) -> Rows<'_> {
-    let names: Vec<String> = batch
-        .schema()
-        .fields()
-        .iter()
-        .map(|f| f.name().clone())
-        .collect();
+    let names = column_names(batch);
     Rows::table(batch, &names, &vec![false; names.len()]).expect("a table the kernel writes")
 }
 
@@ -287,6 +282,25 @@ fn argument(args: &[String], name: &str, default: usize) -> usize {
         .unwrap_or(default)
 }
 
+/// Median CPU seconds of writing every line of `rows`, of SHA-256 of `lines` (the same lines)
+/// and, with `one_pass`, of the kernel writing and hashing them in one pass.
+fn timings(rows: &Rows<'_>, lines: &[Vec<u8>], repeats: usize, one_pass: bool) -> Vec<f64> {
+    let mut write = || {
+        black_box(write_all(rows));
+    };
+    let mut hash = || {
+        black_box(hash_all(lines));
+    };
+    let mut both = || {
+        black_box(bucket_rows(std::slice::from_ref(rows), 1).expect("buckets"));
+    };
+    if one_pass {
+        medians(repeats, &mut [&mut write, &mut hash, &mut both])
+    } else {
+        medians(repeats, &mut [&mut write, &mut hash])
+    }
+}
+
 fn per_type(all: &[(&'static str, ArrayRef)], repeats: usize, only: Option<&str>) {
     println!(
         "{:<18} {:>11} {:>11} {:>11} {:>7}",
@@ -301,17 +315,7 @@ fn per_type(all: &[(&'static str, ArrayRef)], repeats: usize, only: Option<&str>
         let lines = lines_of(&rows);
         // A value's bytes: its line less `{"c":` and `}`.
         let bytes = lines.iter().map(Vec::len).sum::<usize>() as f64 / lines.len() as f64 - 6.0;
-        let times = medians(
-            repeats,
-            &mut [
-                &mut || {
-                    black_box(write_all(&rows));
-                },
-                &mut || {
-                    black_box(hash_all(&lines));
-                },
-            ],
-        );
+        let times = timings(&rows, &lines, repeats, false);
         let per = |s: f64| s * 1e9 / rows.len() as f64;
         println!(
             "{name:<18} {bytes:>11.1} {:>11.1} {:>11.1} {:>7.2}x",
@@ -326,20 +330,7 @@ fn whole_table(batch: &RecordBatch, repeats: usize) {
     let rows = rows_of(batch);
     let lines = lines_of(&rows);
     let size = lines.iter().map(Vec::len).sum::<usize>() as f64 / lines.len() as f64;
-    let times = medians(
-        repeats,
-        &mut [
-            &mut || {
-                black_box(write_all(&rows));
-            },
-            &mut || {
-                black_box(hash_all(&lines));
-            },
-            &mut || {
-                black_box(bucket_rows(std::slice::from_ref(&rows), 1).expect("buckets"));
-            },
-        ],
-    );
+    let times = timings(&rows, &lines, repeats, true);
     let per = |s: f64| s * 1e9 / rows.len() as f64;
     println!(
         "flat table, 7 columns, {size:.0} bytes a line: write {:.1} ns/row ({:.1} ns/value), \

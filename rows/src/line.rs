@@ -21,6 +21,17 @@ pub fn check_members(columns: usize, names: &[String], raw: &[bool]) -> Result<(
     )))
 }
 
+/// The names of `batch`'s columns in their order: the names to write them under when the
+/// caller has no others (tests, benches).
+pub fn column_names(batch: &RecordBatch) -> Vec<String> {
+    batch
+        .schema()
+        .fields()
+        .iter()
+        .map(|field| field.name().clone())
+        .collect()
+}
+
 /// What each row of a batch is hashed as.
 pub enum Rows<'a> {
     /// Canonical lines built from the batch's columns.

@@ -462,16 +462,11 @@ mod tests {
     use arrow_schema::{Field, Fields};
 
     use super::*;
-    use crate::line::Rows;
+    use crate::line::{column_names, Rows};
 
     /// Each row's canonical line of `batch`, its columns written under their own names.
     fn lines(batch: &RecordBatch) -> Result<Vec<String>> {
-        let names: Vec<String> = batch
-            .schema()
-            .fields()
-            .iter()
-            .map(|f| f.name().clone())
-            .collect();
+        let names = column_names(batch);
         let raw = vec![false; names.len()];
         let rows = Rows::table(batch, &names, &raw)?;
         let mut out = Vec::new();
