@@ -5,7 +5,7 @@ use arrow_array::RecordBatch;
 
 use crate::error::{KernelError, Result};
 use crate::strings::Bytes;
-use crate::writer::{member_head, write_struct, Column};
+use crate::writer::{write_struct, Column, Head};
 
 /// Refuses `names` and `raw` unless they give one name and one flag to each of `columns`
 /// columns: a caller's bug, never a reason to hand the table to the Python path.
@@ -21,11 +21,22 @@ pub fn check_members(columns: usize, names: &[String], raw: &[bool]) -> Result<(
     )))
 }
 
+/// The names of `batch`'s columns in their order: the names to write them under when the
+/// caller has no others (tests, benches).
+pub fn column_names(batch: &RecordBatch) -> Vec<String> {
+    batch
+        .schema()
+        .fields()
+        .iter()
+        .map(|field| field.name().clone())
+        .collect()
+}
+
 /// What each row of a batch is hashed as.
 pub enum Rows<'a> {
     /// Canonical lines built from the batch's columns.
     Table {
-        members: Vec<(Vec<u8>, Column<'a>)>,
+        members: Vec<(Head, Column<'a>)>,
         rows: usize,
     },
     /// Lines already built (one string column): hashed as they are.
@@ -40,7 +51,7 @@ impl<'a> Rows<'a> {
         let mut members = Vec::with_capacity(names.len());
         for ((name, column), &is_raw) in names.iter().zip(batch.columns()).zip(raw) {
             members.push((
-                member_head(name.as_bytes()),
+                Head::new(name.as_bytes()),
                 Column::new(column.as_ref(), is_raw)?,
             ));
         }

@@ -30,12 +30,23 @@ impl<'a> Bytes<'a> {
     }
 
     /// The bytes of value `i`.
-    #[inline]
+    #[inline(always)]
     pub fn at(&self, i: usize) -> &'a [u8] {
         match *self {
             Bytes::Narrow(offsets, data) => &data[offsets[i] as usize..offsets[i + 1] as usize],
             Bytes::Wide(offsets, data) => &data[offsets[i] as usize..offsets[i + 1] as usize],
         }
+    }
+
+    /// The 32 data bytes from value `i`'s start, when the buffer holds them (a window the
+    /// writer copies whole, then cuts to the value).
+    #[inline(always)]
+    pub fn window(&self, i: usize) -> Option<&'a [u8; 32]> {
+        let (start, data) = match *self {
+            Bytes::Narrow(offsets, data) => (offsets[i] as usize, data),
+            Bytes::Wide(offsets, data) => (offsets[i] as usize, data),
+        };
+        data.get(start..start + 32)?.try_into().ok()
     }
 
     /// The data bytes from the first value's start to the last value's end.
@@ -82,7 +93,7 @@ impl<'a> Texts<'a> {
     }
 
     /// The bytes of value `i`, checked to be UTF-8.
-    #[inline]
+    #[inline(always)]
     pub fn at(&self, i: usize) -> Result<&'a [u8]> {
         let value = self.bytes.at(i);
         // An empty value placed inside a character (between a null's cut bytes) fails the

@@ -41,7 +41,7 @@ fn civil_from_days(days: i64) -> (u32, u32, u32) {
 }
 
 /// "00" to "99": two digits per lookup instead of a division per digit.
-const PAIRS: &[u8; 200] = b"0001020304050607080910111213141516171819\
+pub(crate) const PAIRS: &[u8; 200] = b"0001020304050607080910111213141516171819\
 2021222324252627282930313233343536373839\
 4041424344454647484950515253545556575859\
 6061626364656667686970717273747576777879\
@@ -54,28 +54,35 @@ fn put_pair(text: &mut [u8], at: usize, value: u32) {
     text[at..at + 2].copy_from_slice(&PAIRS[from..from + 2]);
 }
 
-/// `yyyy-MM-dd` of a day number, checked to be in the years 1 to 9999.
+/// Refuses a day number outside the years 1 to 9999.
 #[inline]
-fn day_text(days: i64) -> Result<[u8; 10], OutOfRange> {
-    if !(FIRST_DAY..=LAST_DAY).contains(&days) {
-        return Err(OutOfRange(format!(
+fn check_day(days: i64) -> Result<(), OutOfRange> {
+    if (FIRST_DAY..=LAST_DAY).contains(&days) {
+        Ok(())
+    } else {
+        Err(OutOfRange(format!(
             "day {days} since 1970 is outside the years 1 to 9999"
-        )));
+        )))
     }
+}
+
+/// Puts `yyyy-MM-dd` of a day number (checked) at the start of `text`, in place: built on the
+/// stack and copied, the ten bytes cost store-forwarding stalls.
+#[inline]
+fn put_day(text: &mut [u8], days: i64) {
     let (year, month, day) = civil_from_days(days);
-    let mut text = *b"0000-00-00";
-    put_pair(&mut text, 0, year / 100);
-    put_pair(&mut text, 2, year % 100);
-    put_pair(&mut text, 5, month);
-    put_pair(&mut text, 8, day);
-    Ok(text)
+    put_pair(text, 0, year / 100);
+    put_pair(text, 2, year % 100);
+    put_pair(text, 5, month);
+    put_pair(text, 8, day);
 }
 
 /// Appends a date (days since 1970) as `"yyyy-MM-dd"`.
 pub fn write_date(days: i64, out: &mut Vec<u8>) -> Result<(), OutOfRange> {
-    let mut text = [b'"'; 12];
-    text[1..11].copy_from_slice(&day_text(days)?);
-    out.extend_from_slice(&text);
+    check_day(days)?;
+    let start = out.len();
+    out.extend_from_slice(b"\"0000-00-00\"");
+    put_day(&mut out[start + 1..start + 11], days);
     Ok(())
 }
 
@@ -92,22 +99,25 @@ pub fn to_micros(value: i64, unit: TimeUnit) -> Result<i64, OutOfRange> {
 
 /// Appends microseconds since 1970 as `"yyyy-MM-ddTHH:mm:ss.ffffff"`, with `Z` when `zoned`.
 pub fn write_micros(micros: i64, zoned: bool, out: &mut Vec<u8>) -> Result<(), OutOfRange> {
-    let mut text = *b"\"0000-00-00T00:00:00.000000Z\"";
-    text[1..11].copy_from_slice(&day_text(micros.div_euclid(MICROS_PER_DAY))?);
+    let days = micros.div_euclid(MICROS_PER_DAY);
+    check_day(days)?;
     let rest = micros.rem_euclid(MICROS_PER_DAY);
     let (seconds, fraction) = ((rest / 1_000_000) as u32, (rest % 1_000_000) as u32);
-    put_pair(&mut text, 12, seconds / 3600);
-    put_pair(&mut text, 15, seconds / 60 % 60);
-    put_pair(&mut text, 18, seconds % 60);
-    put_pair(&mut text, 21, fraction / 10_000);
-    put_pair(&mut text, 23, fraction / 100 % 100);
-    put_pair(&mut text, 25, fraction % 100);
-    if zoned {
-        out.extend_from_slice(&text);
+    let start = out.len();
+    let template: &[u8] = if zoned {
+        b"\"0000-00-00T00:00:00.000000Z\""
     } else {
-        out.extend_from_slice(&text[..27]);
-        out.push(b'"');
-    }
+        b"\"0000-00-00T00:00:00.000000\""
+    };
+    out.extend_from_slice(template);
+    let text = &mut out[start..start + 27];
+    put_day(&mut text[1..11], days);
+    put_pair(text, 12, seconds / 3600);
+    put_pair(text, 15, seconds / 60 % 60);
+    put_pair(text, 18, seconds % 60);
+    put_pair(text, 21, fraction / 10_000);
+    put_pair(text, 23, fraction / 100 % 100);
+    put_pair(text, 25, fraction % 100);
     Ok(())
 }
 

@@ -38,26 +38,103 @@ fn needs_escape(text: &[u8]) -> bool {
             return true;
         }
     }
-    words
-        .remainder()
-        .iter()
-        .any(|&b| b < 0x20 || b == b'"' || b == b'\\')
+    let rest = words.remainder();
+    if text.len() >= 8 {
+        // The last eight bytes as one word (some read twice): no byte-by-byte tail.
+        let v = u64::from_le_bytes(text[text.len() - 8..].try_into().expect("8 bytes"));
+        let below = v.wrapping_sub(ONES * 0x20) & !v & HIGH;
+        return below | zero_byte(v ^ (ONES * 0x22)) | zero_byte(v ^ (ONES * 0x5C)) != 0;
+    }
+    rest.iter().any(|&b| b < 0x20 || b == b'"' || b == b'\\')
+}
+
+/// True when one of the first `len` (at most 32) bytes of `window` needs an escape: four words,
+/// no branch on the length. A flagged byte at or past `len` is masked out; the word tests can
+/// flag a byte wrongly only above a byte rightly flagged, so the answer is exact.
+#[cfg(not(target_arch = "x86_64"))]
+#[inline]
+fn window_needs_escape(window: &[u8; 32], len: usize) -> bool {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGH: u64 = 0x8080_8080_8080_8080;
+    let zero_byte = |v: u64| v.wrapping_sub(ONES) & !v & HIGH;
+    let mut flagged = 0;
+    for (k, word) in window.chunks_exact(8).enumerate() {
+        let v = u64::from_le_bytes(word.try_into().expect("8 bytes"));
+        let below = v.wrapping_sub(ONES * 0x20) & !v & HIGH;
+        let bad = below | zero_byte(v ^ (ONES * 0x22)) | zero_byte(v ^ (ONES * 0x5C));
+        let kept = len.saturating_sub(8 * k).min(8) as u32;
+        let mask = u64::MAX.checked_shr(64 - 8 * kept).unwrap_or(0);
+        flagged |= bad & mask;
+    }
+    flagged != 0
+}
+
+/// True when one of the first `len` (at most 32) bytes of `window` needs an escape: two 16-byte
+/// compares (SSE2, always there on x86-64) and a mask of the first `len` bits.
+#[cfg(target_arch = "x86_64")]
+#[inline]
+fn window_needs_escape(window: &[u8; 32], len: usize) -> bool {
+    use std::arch::x86_64::{
+        __m128i, _mm_cmpeq_epi8, _mm_loadu_si128, _mm_min_epu8, _mm_movemask_epi8, _mm_or_si128,
+        _mm_set1_epi8,
+    };
+    // SAFETY: SSE2 is part of x86-64; the two loads read the 32 bytes of `window`.
+    let flagged = unsafe {
+        let bad = |v: __m128i| {
+            let control = _mm_cmpeq_epi8(_mm_min_epu8(v, _mm_set1_epi8(0x1F)), v);
+            let quote = _mm_cmpeq_epi8(v, _mm_set1_epi8(b'"' as i8));
+            let backslash = _mm_cmpeq_epi8(v, _mm_set1_epi8(b'\\' as i8));
+            _mm_movemask_epi8(_mm_or_si128(control, _mm_or_si128(quote, backslash))) as u32
+        };
+        let low = _mm_loadu_si128(window.as_ptr().cast());
+        let high = _mm_loadu_si128(window.as_ptr().add(16).cast());
+        bad(low) | (bad(high) << 16)
+    };
+    flagged & u32::MAX.checked_shr(32 - len as u32).unwrap_or(0) != 0
+}
+
+/// Appends `text` (valid UTF-8) as a JSON string literal, as `write_json_string` does, given
+/// `window`: the 32 bytes from the text's start where its buffer holds them. A text of at most
+/// 32 bytes with nothing to escape is then one fixed-size copy.
+#[inline]
+pub fn write_json_text(text: &[u8], window: Option<&[u8; 32]>, out: &mut Vec<u8>) {
+    match window {
+        Some(window) if text.len() <= 32 && !window_needs_escape(window, text.len()) => {
+            out.reserve(34);
+            out.push(b'"');
+            let start = out.len();
+            out.extend_from_slice(window);
+            out.truncate(start + text.len());
+            out.push(b'"');
+        }
+        _ => write_json_string(text, out),
+    }
 }
 
 /// Appends `text` (valid UTF-8) as a JSON string literal, quotes included.
+#[inline]
 pub fn write_json_string(text: &[u8], out: &mut Vec<u8>) {
-    out.push(b'"');
     if !needs_escape(text) {
-        out.extend_from_slice(text);
+        out.reserve(text.len() + 2);
+        out.push(b'"');
+        put(out, text);
         out.push(b'"');
         return;
     }
+    write_escaped(text, out);
+}
+
+/// `write_json_string` of a text with something to escape (kept apart: rare in most columns).
+#[inline(never)]
+fn write_escaped(text: &[u8], out: &mut Vec<u8>) {
+    out.reserve(text.len() + 8);
+    out.push(b'"');
     let mut start = 0;
     for (i, &byte) in text.iter().enumerate() {
         if byte >= 0x20 && byte != b'"' && byte != b'\\' {
             continue;
         }
-        out.extend_from_slice(&text[start..i]);
+        put(out, &text[start..i]);
         match escape_of(byte) {
             Some(escape) => out.extend_from_slice(escape),
             None => out.extend_from_slice(&[
@@ -71,15 +148,40 @@ pub fn write_json_string(text: &[u8], out: &mut Vec<u8>) {
         }
         start = i + 1;
     }
-    out.extend_from_slice(&text[start..]);
+    put(out, &text[start..]);
     out.push(b'"');
+}
+
+/// Appends `bytes`. Those of 4 to 32 bytes go as two overlapping fixed-size copies: a call to
+/// memcpy branches on the length, which mispredicts on values of varying length.
+#[inline(always)]
+pub fn put(out: &mut Vec<u8>, bytes: &[u8]) {
+    let n = bytes.len();
+    if !(4..=32).contains(&n) {
+        out.extend_from_slice(bytes);
+        return;
+    }
+    let start = out.len();
+    out.extend_from_slice(&[0u8; 32]);
+    let to = &mut out[start..start + 32];
+    if n >= 16 {
+        to[..16].copy_from_slice(&bytes[..16]);
+        to[n - 16..n].copy_from_slice(&bytes[n - 16..]);
+    } else if n >= 8 {
+        to[..8].copy_from_slice(&bytes[..8]);
+        to[n - 8..n].copy_from_slice(&bytes[n - 8..]);
+    } else {
+        to[..4].copy_from_slice(&bytes[..4]);
+        to[n - 4..n].copy_from_slice(&bytes[n - 4..]);
+    }
+    out.truncate(start + n);
 }
 
 /// Appends an integer's decimal text.
 #[inline]
 pub fn write_integer<I: itoa::Integer>(value: I, out: &mut Vec<u8>) {
     let mut buffer = itoa::Buffer::new();
-    out.extend_from_slice(buffer.format(value).as_bytes());
+    put(out, buffer.format(value).as_bytes());
 }
 
 /// Appends bytes as standard base64 (with padding) in quotes.
@@ -118,18 +220,55 @@ mod tests {
     #[test]
     fn every_position_of_a_special_byte_is_found() {
         for special in [b'"', b'\\', 0x00, 0x1f] {
-            for at in 0..19 {
-                let mut text = vec![b'a'; 19];
-                text[at] = special;
-                assert!(needs_escape(&text), "{special} at {at}");
+            for len in 1..20 {
+                for at in 0..len {
+                    let mut text = vec![b'a'; len];
+                    text[at] = special;
+                    assert!(needs_escape(&text), "{special} at {at} of {len}");
+                    assert!(!needs_escape(&text[..at]), "{at} plain bytes");
+                }
             }
         }
         assert!(!needs_escape("plain text, é and 😀 too ~".as_bytes()));
     }
 
     #[test]
+    fn a_window_is_judged_as_its_text_alone() {
+        for special in [b'"', b'\\', 0x00, 0x1f, 0x20, b'a', 0xC3] {
+            for at in 0..32 {
+                let mut window = [b'z'; 32];
+                window[at] = special;
+                window[(at + 7) % 32] = b'"'; // a byte to escape elsewhere, past some lengths
+                for len in 0..=32 {
+                    let text = &window[..len];
+                    assert_eq!(
+                        window_needs_escape(&window, len),
+                        needs_escape(text),
+                        "{special} at {at}, {len} bytes"
+                    );
+                    let (mut by_window, mut alone) = (Vec::new(), Vec::new());
+                    write_json_text(text, Some(&window), &mut by_window);
+                    write_json_string(text, &mut alone);
+                    assert_eq!(by_window, alone);
+                }
+            }
+        }
+    }
+
+    #[test]
     fn unicode_and_delete_are_raw() {
         assert_eq!(json("é😀\u{7f}\u{2028}"), "\"é😀\u{7f}\u{2028}\"");
+    }
+
+    #[test]
+    fn put_appends_every_length_whole() {
+        let source: Vec<u8> = (0..40).map(|b| b'a' + b % 26).collect();
+        for n in 0..=40 {
+            let mut out = b"head".to_vec();
+            put(&mut out, &source[..n]);
+            assert_eq!(&out[..4], b"head");
+            assert_eq!(&out[4..], &source[..n], "{n} bytes");
+        }
     }
 
     #[test]

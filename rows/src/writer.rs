@@ -45,7 +45,7 @@ enum Kind<'a> {
         offsets: Offsets<'a>,
         items: Box<Column<'a>>,
     },
-    Struct(Vec<(Vec<u8>, Column<'a>)>),
+    Struct(Vec<(Head, Column<'a>)>),
     Map {
         offsets: &'a [i32],
         keys: Keys<'a>,
@@ -134,7 +134,7 @@ impl<'a> Column<'a> {
             Kind::Int(ints) => write_int(ints, i, out),
             Kind::F32(values) => floats::write_f32(values[i], out),
             Kind::F64(values) => floats::write_f64(values[i], out),
-            Kind::Text(texts) => text::write_json_string(texts.at(i)?, out),
+            Kind::Text(texts) => text::write_json_text(texts.at(i)?, texts.bytes.window(i), out),
             Kind::Raw(bytes) => out.extend_from_slice(bytes.at(i)),
             Kind::Binary(bytes) => text::write_base64(bytes.at(i), out),
             Kind::Date(days) => temporal::write_date(i64::from(days[i]), out)?,
@@ -262,7 +262,7 @@ fn struct_kind(array: &dyn Array) -> Result<Kind<'_>> {
     let mut fields = Vec::with_capacity(structs.num_columns());
     for (field, child) in structs.fields().iter().zip(structs.columns()) {
         fields.push((
-            member_head(field.name().as_bytes()),
+            Head::new(field.name().as_bytes()),
             Column::new(child.as_ref(), false)?,
         ));
     }
@@ -317,7 +317,11 @@ fn write_decimal(values: &Decimals<'_>, scale: i32, i: usize, out: &mut Vec<u8>)
     let unscaled = match values {
         Decimals::D32(v) => buffer.format(v[i]),
         Decimals::D64(v) => buffer.format(v[i]),
-        Decimals::D128(v) => buffer.format(v[i]),
+        // Most 128-bit decimals fit 64 bits, whose text is several times quicker to write.
+        Decimals::D128(v) => match i64::try_from(v[i]) {
+            Ok(narrow) => buffer.format(narrow),
+            Err(_) => buffer.format(v[i]),
+        },
         Decimals::D256(array) => {
             decimal::write_decimal(&array.value(i).to_string(), scale, out);
             return;
@@ -349,25 +353,53 @@ fn write_list(
 }
 
 /// `,"name":`, the text written before a member's value (the first member written skips the
-/// comma, so each member costs one copy).
-pub fn member_head(name: &[u8]) -> Vec<u8> {
-    let mut head = Vec::with_capacity(name.len() + 4);
-    head.push(b',');
-    text::write_json_string(name, &mut head);
-    head.push(b':');
-    head
+/// comma, so each member costs one copy), padded so that one fixed-size copy writes it.
+pub struct Head {
+    padded: Vec<u8>,
+    len: usize,
 }
 
-/// Appends `{"name":value,...}` of row `i` of `fields` (each with its `member_head`), null
+impl Head {
+    pub fn new(name: &[u8]) -> Head {
+        let mut padded = Vec::with_capacity(name.len() + 36);
+        padded.push(b',');
+        text::write_json_string(name, &mut padded);
+        padded.push(b':');
+        let len = padded.len();
+        padded.resize(len + HEAD_COPY, 0);
+        Head { padded, len }
+    }
+
+    /// Appends the head from byte `from` (1 skips the comma).
+    #[inline]
+    fn write(&self, from: usize, out: &mut Vec<u8>) {
+        let n = self.len - from;
+        if n > HEAD_COPY {
+            out.extend_from_slice(&self.padded[from..self.len]);
+            return;
+        }
+        let start = out.len();
+        let chunk: &[u8; HEAD_COPY] = self.padded[from..from + HEAD_COPY]
+            .try_into()
+            .expect("the head is padded");
+        out.extend_from_slice(chunk);
+        out.truncate(start + n);
+    }
+}
+
+/// Bytes of a head's one fixed-size copy (a call to memcpy of a varying length costs more).
+const HEAD_COPY: usize = 32;
+
+/// Appends `{"name":value,...}` of row `i` of `fields` (each with its `Head`), null
 /// members left out: a struct's value, and a whole row's line.
-pub fn write_struct(fields: &[(Vec<u8>, Column<'_>)], i: usize, out: &mut Vec<u8>) -> Result<()> {
+pub fn write_struct(fields: &[(Head, Column<'_>)], i: usize, out: &mut Vec<u8>) -> Result<()> {
     out.push(b'{');
     let mut comma = 1; // bytes of the head to skip: the comma, until a member is written
     for (head, column) in fields {
         if column.is_null(i) {
             continue;
         }
-        out.extend_from_slice(&head[comma..]);
+        head.write(comma, out);
         comma = 0;
         column.write(i, out)?;
     }
@@ -430,16 +462,11 @@ mod tests {
     use arrow_schema::{Field, Fields};
 
     use super::*;
-    use crate::line::Rows;
+    use crate::line::{column_names, Rows};
 
     /// Each row's canonical line of `batch`, its columns written under their own names.
     fn lines(batch: &RecordBatch) -> Result<Vec<String>> {
-        let names: Vec<String> = batch
-            .schema()
-            .fields()
-            .iter()
-            .map(|f| f.name().clone())
-            .collect();
+        let names = column_names(batch);
         let raw = vec![false; names.len()];
         let rows = Rows::table(batch, &names, &raw)?;
         let mut out = Vec::new();

@@ -52,7 +52,10 @@ def test_the_benches_page_is_one_short_section_per_bench_without_history():
     sections = {
         section.splitlines()[0]: section for section in re.split(r"^## ", text, flags=re.M)[1:]
     }
-    benches = sorted(path.name for path in (ROOT / "bench").glob("*.py"))
+    benches = sorted(
+        path.name
+        for path in [*(ROOT / "bench").glob("*.py"), *(ROOT / "rows" / "benches").glob("*.rs")]
+    )
     assert sorted(re.match(r"`([^`]+)`", title).group(1) for title in sections) == benches
     for title, section in sections.items():
         for field in ("**Measures**", "**Baseline", "**Goal", "**Now**", "**Command"):

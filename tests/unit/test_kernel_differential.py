@@ -295,6 +295,38 @@ def test_doubles_and_floats_are_written_as_the_spec_writes_them(values, singles)
     assert_rows_agree(table)
 
 
+def test_amounts_of_two_places_are_written_as_the_spec_writes_them():
+    # The kernel writes these (the doubles nearest a decimal of two places) without its
+    # shortest-digits search; every magnitude of the plain range and past both its ends.
+    rng = np.random.default_rng(20261206)
+    cents = np.concatenate(
+        [
+            rng.integers(-(10**9), 10**9, 20_000),
+            rng.integers(-2_000, 2_000, 4_000),
+            [1, -1, 5, 10, 99, 100, 101, 999_999_999, 1_000_000_000, -1_000_000_001, 0],
+        ]
+    )
+    amounts = cents / 100.0
+    table = pa.table(
+        {"amount": amounts, "scaled": amounts * 10.0 ** rng.integers(-9, 9, len(cents))}
+    )
+    assert_rows_agree(table)
+
+
+def test_texts_of_every_length_near_the_buffer_end_are_written_as_the_spec_writes_them():
+    # Texts of up to 32 bytes are copied as a 32-byte window of their buffer when it holds one:
+    # each length, with and without a byte to escape, the last ones short of the buffer's end.
+    texts = []
+    for length in range(40):
+        plain = "".join("abcdéf"[(length + k) % 6] for k in range(length))
+        texts.append(plain)
+        for special in ('"', "\\", "\n", "\x01"):
+            texts.append((plain + special)[-length:] if length else special)
+    table = pa.table({"text": pa.array(texts + texts[::-1], pa.string())})
+    assert_rows_agree(table)
+    assert_rows_agree(table.slice(3))
+
+
 def test_zero_row_and_zero_column_tables_agree(monkeypatch):
     empty = pa.table({"a": pa.array([], pa.int64()), "b": pa.array([], pa.list_(pa.string()))})
     no_columns = pa.table({"x": range(5)}).drop_columns(["x"])
