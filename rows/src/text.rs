@@ -51,7 +51,6 @@ fn needs_escape(text: &[u8]) -> bool {
 /// True when one of the first `len` (at most 32) bytes of `window` needs an escape: four words,
 /// no branch on the length. A flagged byte at or past `len` is masked out; the word tests can
 /// flag a byte wrongly only above a byte rightly flagged, so the answer is exact.
-#[cfg(not(target_arch = "x86_64"))]
 #[inline]
 fn window_needs_escape(window: &[u8; 32], len: usize) -> bool {
     const ONES: u64 = 0x0101_0101_0101_0101;
@@ -67,30 +66,6 @@ fn window_needs_escape(window: &[u8; 32], len: usize) -> bool {
         flagged |= bad & mask;
     }
     flagged != 0
-}
-
-/// True when one of the first `len` (at most 32) bytes of `window` needs an escape: two 16-byte
-/// compares (SSE2, always there on x86-64) and a mask of the first `len` bits.
-#[cfg(target_arch = "x86_64")]
-#[inline]
-fn window_needs_escape(window: &[u8; 32], len: usize) -> bool {
-    use std::arch::x86_64::{
-        __m128i, _mm_cmpeq_epi8, _mm_loadu_si128, _mm_min_epu8, _mm_movemask_epi8, _mm_or_si128,
-        _mm_set1_epi8,
-    };
-    // SAFETY: SSE2 is part of x86-64; the two loads read the 32 bytes of `window`.
-    let flagged = unsafe {
-        let bad = |v: __m128i| {
-            let control = _mm_cmpeq_epi8(_mm_min_epu8(v, _mm_set1_epi8(0x1F)), v);
-            let quote = _mm_cmpeq_epi8(v, _mm_set1_epi8(b'"' as i8));
-            let backslash = _mm_cmpeq_epi8(v, _mm_set1_epi8(b'\\' as i8));
-            _mm_movemask_epi8(_mm_or_si128(control, _mm_or_si128(quote, backslash))) as u32
-        };
-        let low = _mm_loadu_si128(window.as_ptr().cast());
-        let high = _mm_loadu_si128(window.as_ptr().add(16).cast());
-        bad(low) | (bad(high) << 16)
-    };
-    flagged & u32::MAX.checked_shr(32 - len as u32).unwrap_or(0) != 0
 }
 
 /// Appends `text` (valid UTF-8) as a JSON string literal, as `write_json_string` does, given
