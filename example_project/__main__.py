@@ -13,14 +13,12 @@ from example_project.paths import OPENLINEAGE_CONFIG, PROJECT_DIR, data_dir, exa
 from example_project.run import (
     TRACED_ASSET,
     TRACED_DBT_MODEL,
-    build_dbt_models,
-    change_seed,
+    build_dbt_before_and_after_a_seed_change,
     dbt_diff_command,
     diff_command,
     materialise_all,
     open_instance,
     raise_prices,
-    restore_seeds,
     trace_command,
 )
 from ubunye_core.cli import main as ubunye_dagster_cli
@@ -46,13 +44,8 @@ def main() -> int:
         results = materialise_all(home, instance, report=lambda line: print(line, flush=True))
         results.append(raise_prices(home, instance, report=lambda line: print(line, flush=True)))
         # The dbt models, built, then built again after one seed changes.
-        restore_seeds(home)
-        results.append(
-            build_dbt_models(home, instance, report=lambda line: print(line, flush=True))
-        )
-        change_seed(home, report=lambda line: print(line, flush=True))
-        results.append(
-            build_dbt_models(home, instance, report=lambda line: print(line, flush=True))
+        results += build_dbt_before_and_after_a_seed_change(
+            home, instance, report=lambda line: print(line, flush=True)
         )
     materialised = sum(len(result.get_asset_materialization_events()) for result in results)
     print(

@@ -117,6 +117,18 @@ def restore_seeds(home: Path) -> None:
     reset_seeds(dbt_working_copy(home))
 
 
+def build_dbt_before_and_after_a_seed_change(
+    home: Path, instance: dg.DagsterInstance, report: Callable[[str], None] = lambda line: None
+) -> list[dg.ExecuteInProcessResult]:
+    """The quick start's dbt half: the shipped seeds back, `dbt build`, one seed changed, `dbt
+    build` again; both runs."""
+    restore_seeds(home)
+    runs = [build_dbt_models(home, instance, report)]
+    change_seed(home, report)
+    runs.append(build_dbt_models(home, instance, report))
+    return runs
+
+
 def dbt_diff_command(home: Path, asset: str = DIFFED_DBT_MODEL) -> list[str]:
     """The `ubunye-dagster` arguments that print which rows of a dbt model the seed change moved."""
     return [

@@ -65,11 +65,10 @@ def digests_block(outputs: Mapping[str, Mapping[str, Any]]) -> str:
 def built_outputs(shop: Any) -> dict[str, Any]:
     """``{node: output step}`` of one ``dbt build`` of ``shop`` with receipts."""
     import dagster as dg
-    from dbt_shop import MODELS
 
     with dg.DagsterInstance.ephemeral() as instance:
         run = shop.materialise(instance)
-    return {node: shop.record(node, run.run_id).outputs[-1] for node in MODELS}
+    return shop.outputs(run.run_id)
 
 
 def fresh_blocks() -> dict[str, str]:

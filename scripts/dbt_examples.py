@@ -24,6 +24,7 @@ import io
 import itertools
 import os
 import re
+import shutil
 import sys
 import tempfile
 from collections.abc import Callable
@@ -75,25 +76,21 @@ def trimmed_trace(text: str) -> str:
     return "\n".join(kept) + "\n"
 
 
-def seed_change_blocks() -> dict[str, str]:
-    """The quick start's dbt half in the current folder: its trace and `lineage diff`."""
+def seed_change_blocks(build: bool = True) -> dict[str, str]:
+    """The quick start's dbt half in the current folder (run first unless ``build`` is False:
+    the folder holds a home where it ran): its trace and `lineage diff`."""
     import dagster as dg
 
     from example_project.definitions import USECASE
     from example_project.run import (
         DIFFED_DBT_MODEL,
         TRACED_DBT_MODEL,
-        build_dbt_models,
-        change_seed,
-        restore_seeds,
+        build_dbt_before_and_after_a_seed_change,
     )
 
-    home = Path(".")
-    restore_seeds(home)
-    with dg.DagsterInstance.ephemeral() as instance:
-        build_dbt_models(home, instance)
-        change_seed(home)
-        build_dbt_models(home, instance)
+    if build:
+        with dg.DagsterInstance.ephemeral() as instance:
+            build_dbt_before_and_after_a_seed_change(Path("."), instance)
     where = ("-d", ".", "-u", USECASE)
     return {
         "trace": trimmed_trace(cli_output("trace", *where, "--asset", TRACED_DBT_MODEL)),
@@ -121,15 +118,21 @@ def drift_tick_block() -> str:
     return f"{tick.skip_message}\n"
 
 
-def fresh_blocks() -> dict[str, str]:
-    """Every block of the page, from a real run in a temporary folder."""
+def fresh_blocks(built: Path | None = None) -> dict[str, str]:
+    """Every block of the page, from a real run in a temporary folder (a copy of ``built``, a
+    home where the quick start's dbt half ran, when given: the tests build it once)."""
     if str(ROOT) not in sys.path:  # the example project is a folder of the repository
         sys.path.insert(0, str(ROOT))
     with tempfile.TemporaryDirectory(prefix="ubunye-dbt-docs-") as folder:
+        if built is not None:
+            # Not the lineage index: a reader of ``built`` may be writing it; the copy's own
+            # index is built from the record files.
+            index = shutil.ignore_patterns(".ubunye-index.sqlite3*")
+            shutil.copytree(built, folder, ignore=index, dirs_exist_ok=True)
         previous = Path.cwd()
         os.chdir(folder)
         try:
-            blocks = seed_change_blocks()
+            blocks = seed_change_blocks(build=built is None)
             blocks["drift-tick"] = drift_tick_block()
         finally:
             os.chdir(previous)

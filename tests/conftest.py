@@ -10,11 +10,13 @@ from __future__ import annotations
 
 import os
 import sys
+from pathlib import Path
 
 import pytest
 from external_python import executor_python
 from external_python import external_python as build_external_python
 from local_spark import build_local_spark_session, local_connect_server
+from session_builds import built_once_per_session, session_folder
 from spark_cluster import spark_standalone_cluster
 
 #: Settings the tests add to the local session: few shuffle partitions, Arrow transfers.
@@ -101,27 +103,59 @@ def spark_cluster(tmp_path_factory):
         yield cluster
 
 
-#: The files that take longest (minutes: the deployment's PostgreSQL, daemon and webserver, a
-#: Spark Connect pass, the webserver, a Spark cluster, wheel builds, the `dg` project, the
-#: daemon-driven sensor, the Pipes subprocesses, the Spark modules), run first, longest first.
-#: Under ``-n auto --dist loadfile --no-loadscope-reorder`` a file is one unit of work handed
-#: out in this order, so no worker is left with a long one at the end.
+@pytest.fixture(scope="session")
+def dbt_quick_start(tmp_path_factory) -> tuple[Path, list[str]]:
+    """A home where the quick start's dbt half ran (the example's dbt models built, one seed
+    changed, built again; example_project/run.py), once for the whole test session, and the
+    two run ids. Shared by the workers: read it or copy it, never change it."""
+    pytest.importorskip("dagster_dbt", reason="the dbt extra is not installed")
+    from dbt_scenarios import build_quick_start
+
+    folder = session_folder(tmp_path_factory, "dbt-quick-start")
+    return folder, built_once_per_session(folder, build_quick_start)
+
+
+@pytest.fixture(scope="session")
+def dbt_shop_on_duckdb(tmp_path_factory):
+    """The example's dbt project built once on DuckDB by tests/dbt_shop.py's harness, for the
+    whole test session: the ``DbtShop`` and the run id. Shared by the workers: read it only."""
+    pytest.importorskip("dagster_dbt", reason="the dbt extra is not installed")
+    from dbt_scenarios import build_shop_on_duckdb
+    from dbt_shop import DbtShop
+
+    folder = session_folder(tmp_path_factory, "dbt-shop-on-duckdb")
+    return DbtShop(folder), built_once_per_session(folder, build_shop_on_duckdb)
+
+
+#: The files that take longest (minutes on two loaded cores: the deployment's PostgreSQL, daemon,
+#: webserver and Spark cluster, the `dg` projects, the webserver, dbt on PostgreSQL and Spark, the
+#: automation daemon's days, a Spark cluster, the dbt drift builds, the Pipes subprocesses, the
+#: Spark modules, the wheel, the Spark Connect pass), run first, longest first (the order of
+#: their times in a run of ``python -m pytest -n auto --durations=60``). Under ``-n auto --dist
+#: loadfile --no-loadscope-reorder`` a file is one unit of work handed out in this order, so no
+#: worker is left with a long one at the end.
 LONGEST_FIRST = (
     "test_deployment.py",
-    "test_spark_connect.py",
-    "test_e2e_webserver.py",
-    "test_spark_cluster.py",
-    "test_wheel_install.py",
     "test_component.py",
-    "test_sensor.py",
+    "test_e2e_webserver.py",
+    "test_dbt_postgres.py",
+    "test_dbt_spark.py",
+    "test_run_what_changed.py",
+    "test_spark_cluster.py",
+    "test_dbt_drift.py",
     "test_pipes.py",
+    "test_spark_example.py",
+    "test_wheel_install.py",
+    "test_dbt_receipts.py",
+    "test_spark_connect.py",
+    "test_adoption.py",
     "test_io_manager_failures.py",
+    "test_dbt_example.py",
+    "test_spark_pipes.py",
     "test_spark_rows_v1.py",
     "test_spark_conformance.py",
-    "test_spark_pipes.py",
+    "test_sensor.py",
     "test_spark_sketch.py",
-    "test_spark_example.py",
-    "test_adoption.py",
 )
 
 

@@ -6,7 +6,6 @@ or through the Thrift server of the tests' SparkSession (the ``spark`` target)."
 # No `from __future__ import annotations`: Dagster reads the asset function's annotations.
 
 import contextlib
-import json
 import shutil
 import sys
 import threading
@@ -23,6 +22,7 @@ import pytest
 
 dagster_dbt = pytest.importorskip("dagster_dbt", reason="the dbt extra is not installed")
 
+from example_project.dbt_models import parsed_manifest  # noqa: E402
 from ubunye_core.records.drift import INPUTS_CHANGED, SAME_INPUTS  # noqa: E402
 from ubunye_core.records.model import RunRecord  # noqa: E402
 from ubunye_core.store import LineageStore  # noqa: E402
@@ -82,12 +82,10 @@ class DbtShop:
         )
 
     def assets(self) -> dg.AssetsDefinition:
-        """``@dbt_assets`` of the project as it is now (parsed first), with receipts."""
-        target = self.project_dir / "target"
-        self.dbt().cli(["parse"], target_path=target).wait()
-
+        """``@dbt_assets`` of the project as it is now (parsed again when a file of it changed
+        since the last parse; the example's rule), with receipts."""
         # The manifest itself, not its path: dagster-dbt keeps the first manifest read from one.
-        manifest = json.loads((target / "manifest.json").read_text(encoding="utf-8"))
+        manifest = parsed_manifest(self.project_dir)
 
         @dagster_dbt.dbt_assets(manifest=manifest)
         def shop(
@@ -122,6 +120,10 @@ class DbtShop:
     def record(self, asset: str, run_id: str) -> RunRecord:
         """The run record of ``asset`` (group ``default``) in run ``run_id``."""
         return LineageStore.for_usecase_dir(self.root).load(f"dagster/default/{asset}", run_id)
+
+    def outputs(self, run_id: str) -> dict[str, Any]:
+        """``{node: output step}`` of each seed and model of the example in run ``run_id``."""
+        return {node: self.record(node, run_id).outputs[-1] for node in MODELS}
 
     def digest_read_through_duckdb(self, table: str) -> str | None:
         """rows-v1 of ``main.<table>`` read by DuckDB itself into Arrow (the independent check).

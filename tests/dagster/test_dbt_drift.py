@@ -1,28 +1,21 @@
 """The drift sensor and the reproducibility check judge dbt models like any other asset: real
-dbt builds on DuckDB, run twice, judged from their receipts."""
+dbt builds on DuckDB, run twice, judged from their receipts, then a third time after a seed
+changes."""
 
 from __future__ import annotations
 
 import dagster as dg
 import pytest
-from dbt_shop import copy_shop
+from dbt_shop import (
+    LUCKY_DRAW,
+    assert_only_the_random_model_flagged,
+    assert_the_seed_change_explained,
+    copy_shop,
+    judged,
+    judged_after_a_seed_change,
+)
 
-from ubunye_core.records.drift import INPUTS_CHANGED, SAME_INPUTS
 from ubunye_dagster.drift.check_spec import CHECK_NAME
-from ubunye_dagster.drift.sensor import build_drift_sensor
-
-#: A model whose rows differ on every build from the same code, inputs and environment.
-LUCKY_DRAW = "select order_id, random() as draw from {{ ref('raw_orders') }}\n"
-
-
-def judged(instance: dg.DagsterInstance) -> dict[str, dg.AssetCheckEvaluation]:
-    """The drift sensor's latest verdict on each asset, after one tick over every receipt."""
-    data = build_drift_sensor(None).evaluate_tick(dg.build_sensor_context(instance=instance))
-    return {event.asset_key.to_user_string(): event for event in data.asset_events}
-
-
-def reason(evaluation: dg.AssetCheckEvaluation) -> str:
-    return evaluation.metadata["ubunye/reason"].value
 
 
 @pytest.fixture(scope="module")
@@ -37,13 +30,7 @@ def drawn_twice(tmp_path_factory):
 
 def test_a_non_deterministic_model_is_flagged_by_the_drift_sensor(drawn_twice):
     _, instance, _ = drawn_twice
-    verdicts = judged(instance)
-
-    assert not verdicts["lucky_draw"].passed
-    assert reason(verdicts["lucky_draw"]) == SAME_INPUTS
-    for steady in ("stg_orders", "customer_revenue"):
-        assert verdicts[steady].passed, steady
-        assert verdicts[steady].metadata["ubunye/verdict"].value == "unchanged"
+    assert_only_the_random_model_flagged(judged(instance))
 
 
 def test_the_reproducibility_check_flags_the_non_deterministic_model(drawn_twice):
@@ -70,17 +57,14 @@ def test_the_reproducibility_check_flags_the_non_deterministic_model(drawn_twice
     assert verdicts["stg_orders"] is True
 
 
-def test_a_changed_seed_is_explained_by_its_input(tmp_path, monkeypatch):
-    shop = copy_shop(tmp_path, monkeypatch)
-    seed = shop.project_dir / "seeds" / "raw_orders.csv"
-    with dg.instance_for_test() as instance:
-        shop.materialise(instance)
-        seed.write_text(seed.read_text().replace("7.25", "8.25"), encoding="utf-8")
-        shop.materialise(instance)
-        verdicts = judged(instance)
+@pytest.fixture(scope="module")
+def seed_changed(drawn_twice):
+    """The verdicts after a third build, a seed changed (after the tests of the first two)."""
+    shop, instance, _ = drawn_twice
+    return judged_after_a_seed_change(shop, instance)
 
-    assert all(verdict.passed for verdict in verdicts.values()), verdicts
-    for downstream in ("stg_orders", "customer_revenue"):
-        assert reason(verdicts[downstream]) == INPUTS_CHANGED, downstream
-    # The seed itself: its file is its code, so the changed file explains its changed rows.
-    assert verdicts["raw_orders"].metadata["ubunye/verdict"].value == "explained"
+
+def test_a_changed_seed_is_explained_by_its_input(seed_changed):
+    # Every model passes: the seed's file explains its rows, the seed the rows downstream of it.
+    assert all(verdict.passed for verdict in seed_changed.values()), seed_changed
+    assert_the_seed_change_explained(seed_changed)

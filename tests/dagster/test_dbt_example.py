@@ -1,55 +1,38 @@
 """The example's dbt project, as the quick start runs it: built, one seed changed, built again;
-its trace and its `lineage diff` (the dbt half of `python -m example_project`)."""
+its trace and its `lineage diff` (the dbt half of `python -m example_project`), in the home the
+session's ``dbt_quick_start`` built once (tests/conftest.py)."""
 
 from __future__ import annotations
-
-import dagster as dg
-import pytest
 
 from example_project.dbt_models import DBT_PROJECT_DIR
 from example_project.run import (
     SEED_CHANGE,
     SEED_FILE,
     TRACED_DBT_MODEL,
-    build_dbt_models,
-    change_seed,
     dbt_diff_command,
-    restore_seeds,
     trace_command,
 )
 from ubunye_core.cli import main as ubunye_dagster_cli
 
 
-@pytest.fixture(scope="module")
-def seed_changed(tmp_path_factory):
-    """A home where the dbt models were built, a seed changed, and built again."""
-    home = tmp_path_factory.mktemp("example")
-    restore_seeds(home)
-    with dg.DagsterInstance.ephemeral() as instance:
-        runs = [build_dbt_models(home, instance)]
-        change_seed(home)
-        runs.append(build_dbt_models(home, instance))
-    return home, runs
-
-
-def test_the_quick_start_changes_its_copy_of_the_seed_never_the_shipped_one(seed_changed):
-    home, _ = seed_changed
+def test_the_quick_start_changes_its_copy_of_the_seed_never_the_shipped_one(dbt_quick_start):
+    home, _ = dbt_quick_start
     before, after = SEED_CHANGE
     assert before in (DBT_PROJECT_DIR / SEED_FILE).read_text(encoding="utf-8")
     assert after in (home / "data" / "dbt_shop" / SEED_FILE).read_text(encoding="utf-8")
 
 
-def test_the_trace_of_the_dbt_model_shows_its_inputs_and_dbt_versions(seed_changed, capsys):
-    home, runs = seed_changed
+def test_the_trace_of_the_dbt_model_shows_its_inputs_and_dbt_versions(dbt_quick_start, capsys):
+    home, runs = dbt_quick_start
     assert ubunye_dagster_cli(trace_command(home, TRACED_DBT_MODEL)) == 0
     out = capsys.readouterr().out
-    assert f"run {runs[-1].run_id}" in out
+    assert f"run {runs[-1]}" in out
     for shown in ("dbt_shop/stg_orders", "dbt_shop/raw_customers", "dbt-core", "dbt-duckdb"):
         assert shown in out, shown
 
 
-def test_the_lineage_diff_after_the_seed_change_names_the_changed_buckets(seed_changed, capsys):
-    home, _ = seed_changed
+def test_the_lineage_diff_after_the_seed_change_names_the_changed_buckets(dbt_quick_start, capsys):
+    home, _ = dbt_quick_start
     assert ubunye_dagster_cli(dbt_diff_command(home)) == 1
     out = capsys.readouterr().out
     assert "buckets differing: 2 of 256 (at most 1 row removed, 1 added)" in out

@@ -17,7 +17,6 @@ from dbt_shop import (
     assert_inputs_are_the_upstream_receipts,
     assert_only_the_random_model_flagged,
     assert_the_seed_change_explained,
-    copy_shop,
     copy_shop_on_postgres,
     judged,
     judged_after_a_seed_change,
@@ -80,13 +79,11 @@ def test_the_digest_in_postgresql_is_the_kernels_on_the_rows_streamed_out(drawn_
         assert recorded == streamed_digest(cluster, "shop", asset), asset
 
 
-def test_the_same_seeds_and_models_have_the_same_digests_on_duckdb(drawn_twice, tmp_path):
+def test_the_same_seeds_and_models_have_the_same_digests_on_duckdb(drawn_twice, dbt_shop_on_duckdb):
     on_postgres, _, runs = drawn_twice
-    with pytest.MonkeyPatch.context() as monkeypatch, dg.instance_for_test() as instance:
-        on_duckdb = copy_shop(tmp_path, monkeypatch)
-        duckdb_run = on_duckdb.materialise(instance)
+    on_duckdb, duckdb_run_id = dbt_shop_on_duckdb
     for asset in MODELS:
-        theirs = on_duckdb.record(asset, duckdb_run.run_id).outputs[-1]
+        theirs = on_duckdb.record(asset, duckdb_run_id).outputs[-1]
         ours = on_postgres.record(asset, runs[-1].run_id).outputs[-1]
         assert theirs.format == "duckdb" and ours.format == "postgres"
         assert (ours.data_hash, ours.schema_hash) == (theirs.data_hash, theirs.schema_hash), asset
@@ -110,8 +107,7 @@ def test_a_non_deterministic_model_on_postgresql_is_flagged(drawn_twice):
 
 @pytest.fixture(scope="module")
 def seed_changed(drawn_twice):
-    """The same shop built a third time, after one order of its seed was corrected (judged after
-    the tests of the first two builds, which come first in this module)."""
+    """The verdicts after a third build, a seed changed (after the tests of the first two)."""
     shop, instance, _ = drawn_twice
     return judged_after_a_seed_change(shop, instance)
 

@@ -20,8 +20,11 @@ def examples() -> SimpleNamespace:
 
 
 @pytest.fixture(scope="module")
-def fresh(examples: SimpleNamespace) -> dict[str, str]:
-    return examples.fresh_blocks()
+def fresh(examples: SimpleNamespace, dbt_quick_start) -> dict[str, str]:
+    """The page's blocks from a copy of the session's home where the quick start's dbt half
+    ran (the script's own run, without building that half again)."""
+    home, _ = dbt_quick_start
+    return examples.fresh_blocks(home)
 
 
 def test_the_dbt_page_blocks_match_a_fresh_run(examples, fresh):

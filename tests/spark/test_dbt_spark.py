@@ -22,7 +22,6 @@ from dbt_shop import (
     assert_inputs_are_the_upstream_receipts,
     assert_only_the_random_model_flagged,
     assert_the_seed_change_explained,
-    copy_shop,
     copy_shop_on_postgres,
     copy_shop_on_spark,
     judged,
@@ -87,17 +86,17 @@ def digests_script() -> SimpleNamespace:
 
 
 @pytest.fixture(scope="module")
-def on_duckdb(digests_script, tmp_path_factory) -> dict:
-    """Each seed's and model's output step of the same project built on DuckDB."""
-    with pytest.MonkeyPatch.context() as monkeypatch:
-        shop = copy_shop(tmp_path_factory.mktemp("dbt_duckdb"), monkeypatch)
-        return digests_script.built_outputs(shop)
+def on_duckdb(dbt_shop_on_duckdb) -> dict:
+    """Each seed's and model's output step of the same project built on DuckDB (the session's
+    build)."""
+    shop, run_id = dbt_shop_on_duckdb
+    return shop.outputs(run_id)
 
 
 def outputs_on_spark(drawn_twice) -> dict:
     """Each seed's and model's output step of the last build on Spark."""
     shop, _, runs = drawn_twice
-    return {asset: shop.record(asset, runs[-1].run_id).outputs[-1] for asset in MODELS}
+    return shop.outputs(runs[-1].run_id)
 
 
 def test_the_same_seeds_and_models_have_the_same_digests_on_duckdb(drawn_twice, on_duckdb):
@@ -157,8 +156,7 @@ def test_a_non_deterministic_model_on_spark_is_flagged(drawn_twice):
 
 @pytest.fixture(scope="module")
 def seed_changed(drawn_twice):
-    """The same shop built a third time, after one order of its seed was corrected (judged after
-    the tests of the first two builds, which come first in this module)."""
+    """The verdicts after a third build, a seed changed (after the tests of the first two)."""
     shop, instance, _ = drawn_twice
     return judged_after_a_seed_change(shop, instance)
 
