@@ -56,8 +56,9 @@ class Ticks:
 
     def requested(self) -> set[dg.AssetKey]:
         """The assets of the graph the next tick requests."""
+        # A copy each time: Dagster 1.10 refuses to merge a Definitions it has resolved.
         result = dg.evaluate_automation_conditions(
-            defs=self.defs, instance=self.instance, cursor=self.cursor
+            defs=dg.Definitions.merge(self.defs), instance=self.instance, cursor=self.cursor
         )
         self.cursor = result.cursor
         return {key for key in (CLEAN, TOTALS) if result.get_num_requested(key)}
