@@ -460,15 +460,6 @@ def test_one_changed_cell_changes_the_digest(spark: Any) -> None:
     assert before.data_hash != after.data_hash
 
 
-def test_null_is_not_nan(spark: Any) -> None:
-    nan = pa.table({"x": pa.array([float("nan")], pa.float64())})
-    null = pa.table({"x": pa.array([None], pa.float64())})
-    assert (
-        fingerprint_spark(spark_frame(spark, nan)).data_hash
-        != fingerprint_spark(spark_frame(spark, null)).data_hash
-    )
-
-
 def test_every_row_counts_and_an_empty_frame_has_zero_sums(spark: Any, line_engine: str) -> None:
     empty = NUMBERS.slice(0, 0)
     fp = fingerprint_spark(spark_frame(spark, empty))

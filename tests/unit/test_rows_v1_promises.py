@@ -91,10 +91,9 @@ def test_one_changed_cell_changes_the_digest() -> None:
         assert digest(changed) != original, f"a changed cell in {name!r} went unseen"
 
 
-def test_null_is_not_nan() -> None:
+def test_a_null_of_a_nullable_pandas_column_is_an_arrow_null() -> None:
+    # That null is not NaN is a promise of every engine: the conformance suite's.
     with_null = pa.table({"x": pa.array([1.0, None])})
-    with_nan = pa.table({"x": pa.array([1.0, math.nan])})
-    assert digest(with_null) != digest(with_nan)
     nullable = pd.DataFrame({"x": pd.array([1.0, None], dtype="Float64")})
     assert digest(nullable) == digest(with_null)
 

@@ -38,7 +38,8 @@ from ubunye_rows.testing.golden import (  # noqa: F401  (the suite's public name
 
 
 class RowsV1Conformance:
-    """Subclass it, set ``engine`` and implement ``to_frame``; each vector becomes one test."""
+    """Subclass it, set ``engine`` and implement ``to_frame``; each vector becomes one test, and
+    the engine's null and NaN of one column must give two digests."""
 
     #: Which vectors apply: the name listed in each vector's ``engines``.
     engine: ClassVar[str] = ""
@@ -61,6 +62,14 @@ class RowsV1Conformance:
     def test_the_engine_is_named(self) -> None:
         assert type(self).engine, "set the class attribute `engine` (e.g. 'pandas')"
         assert vectors_for(type(self).engine), f"no golden vector lists {type(self).engine!r}"
+
+    def test_null_is_not_nan(self) -> None:
+        import pyarrow as pa
+
+        with_null = self.fingerprint(self.to_frame(pa.table({"x": pa.array([1.0, None])})))
+        with_nan = self.fingerprint(self.to_frame(pa.table({"x": pa.array([1.0, float("nan")])})))
+        assert (with_null.error, with_nan.error) == (None, None)
+        assert with_null.data_hash != with_nan.data_hash
 
     def test_golden_vector_gives_the_reference_digest(self, golden: GoldenVector) -> None:
         frame = self.to_frame(golden.table())
