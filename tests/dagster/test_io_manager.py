@@ -175,6 +175,22 @@ def test_a_read_takes_its_upstreams_receipt_from_the_step_of_its_own_run_that_wr
     assert asked == []
 
 
+def test_each_record_starts_when_dagster_started_its_step(tmp_path):
+    from ubunye_core.records.times import required_instant
+
+    with dg.instance_for_test() as instance:
+        result = run([orders, order_totals], tmp_path, instance=instance)
+        starts = {
+            record.event_log_entry.step_key: record.event_log_entry.timestamp
+            for record in instance.get_records_for_run(
+                result.run_id, of_type=dg.DagsterEventType.STEP_START
+            ).records
+        }
+    for step, task in (("orders", "sales/orders"), ("order_totals", "sales/order_totals")):
+        record = record_of(tmp_path, f"dagster/{task}", result.run_id)
+        assert abs(required_instant(record.started_at).timestamp() - starts[step]) < 1e-3
+
+
 def test_every_materialisation_shows_the_receipt_as_metadata(tmp_path):
 
     result = run([orders, order_totals], tmp_path)

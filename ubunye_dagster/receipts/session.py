@@ -38,6 +38,7 @@ from ubunye_dagster.receipts.records import (
     fill_record,
     running_record,
 )
+from ubunye_dagster.receipts.step_starts import step_started_at
 
 
 @dataclass
@@ -183,7 +184,7 @@ def open_session(step_context: StepExecutionContext) -> StepSession:
     with _SESSIONS_LOCK:
         session = _SESSIONS.get(key)
         if session is None:
-            started, _ = internals.step_times(internals.instance_of(step_context), *key)
+            started = step_started_at(internals.instance_of(step_context), *key)
             session = StepSession(*key, started_epoch=started or time.time())
             _SESSIONS[key] = session
         if session.step_context is None:
