@@ -23,29 +23,35 @@ fn escape_of(byte: u8) -> Option<&'static [u8]> {
     }
 }
 
+const ONES: u64 = 0x0101_0101_0101_0101;
+const HIGH: u64 = 0x8080_8080_8080_8080;
+
+/// The eight bytes of `word` (little-endian) with the high bit set in each byte that may need an
+/// escape: below 0x20, '"' or '\\' (the classic "has a zero byte" tests). A byte is flagged
+/// wrongly only above a byte rightly flagged, so "none flagged" is exact.
+#[inline(always)]
+fn flagged_bytes(word: &[u8]) -> u64 {
+    let v = u64::from_le_bytes(word.try_into().expect("8 bytes"));
+    let zero_byte = |v: u64| v.wrapping_sub(ONES) & !v & HIGH;
+    let below = v.wrapping_sub(ONES * 0x20) & !v & HIGH;
+    below | zero_byte(v ^ (ONES * 0x22)) | zero_byte(v ^ (ONES * 0x5C))
+}
+
 /// True when some byte of `text` needs an escape, eight bytes at a time (most text needs none).
 #[inline]
 fn needs_escape(text: &[u8]) -> bool {
-    const ONES: u64 = 0x0101_0101_0101_0101;
-    const HIGH: u64 = 0x8080_8080_8080_8080;
-    // The classic "has a zero byte" tests: a byte below 0x20, or equal to '"' or '\\'.
-    let zero_byte = |v: u64| v.wrapping_sub(ONES) & !v & HIGH;
     let mut words = text.chunks_exact(8);
-    for word in &mut words {
-        let v = u64::from_le_bytes(word.try_into().expect("8 bytes"));
-        let below = v.wrapping_sub(ONES * 0x20) & !v & HIGH;
-        if below | zero_byte(v ^ (ONES * 0x22)) | zero_byte(v ^ (ONES * 0x5C)) != 0 {
-            return true;
-        }
+    if words.by_ref().any(|word| flagged_bytes(word) != 0) {
+        return true;
     }
-    let rest = words.remainder();
     if text.len() >= 8 {
         // The last eight bytes as one word (some read twice): no byte-by-byte tail.
-        let v = u64::from_le_bytes(text[text.len() - 8..].try_into().expect("8 bytes"));
-        let below = v.wrapping_sub(ONES * 0x20) & !v & HIGH;
-        return below | zero_byte(v ^ (ONES * 0x22)) | zero_byte(v ^ (ONES * 0x5C)) != 0;
+        return flagged_bytes(&text[text.len() - 8..]) != 0;
     }
-    rest.iter().any(|&b| b < 0x20 || b == b'"' || b == b'\\')
+    words
+        .remainder()
+        .iter()
+        .any(|&b| b < 0x20 || b == b'"' || b == b'\\')
 }
 
 /// True when one of the first `len` (at most 32) bytes of `window` needs an escape: four words,
@@ -53,14 +59,9 @@ fn needs_escape(text: &[u8]) -> bool {
 /// flag a byte wrongly only above a byte rightly flagged, so the answer is exact.
 #[inline]
 fn window_needs_escape(window: &[u8; 32], len: usize) -> bool {
-    const ONES: u64 = 0x0101_0101_0101_0101;
-    const HIGH: u64 = 0x8080_8080_8080_8080;
-    let zero_byte = |v: u64| v.wrapping_sub(ONES) & !v & HIGH;
     let mut flagged = 0;
     for (k, word) in window.chunks_exact(8).enumerate() {
-        let v = u64::from_le_bytes(word.try_into().expect("8 bytes"));
-        let below = v.wrapping_sub(ONES * 0x20) & !v & HIGH;
-        let bad = below | zero_byte(v ^ (ONES * 0x22)) | zero_byte(v ^ (ONES * 0x5C));
+        let bad = flagged_bytes(word);
         let kept = len.saturating_sub(8 * k).min(8) as u32;
         let mask = u64::MAX.checked_shr(64 - 8 * kept).unwrap_or(0);
         flagged |= bad & mask;

@@ -12,7 +12,6 @@ looks up the previous materialisation once: the receipt's summary shows the same
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -29,12 +28,11 @@ from ubunye_dagster.drift.previous_materialisation import (
     judge_before_storage,
 )
 from ubunye_dagster.receipts.metadata import plain
+from ubunye_dagster.receipts.per_run import PerRun
 
 #: The planned checks of this process's latest runs, by run id (a run's steps run in one process
 #: in-process, each in its own under the multiprocess executor).
-_PLANNED_BY_RUN: dict[str, frozenset[dg.AssetCheckKey]] = {}
-_PLANNED_LOCK = threading.Lock()
-_RUNS_REMEMBERED = 16
+_PLANNED_BY_RUN: PerRun[frozenset[dg.AssetCheckKey]] = PerRun()
 
 
 @dataclass(frozen=True)
@@ -111,15 +109,9 @@ def _judge(
 def _planned_checks(instance: dg.DagsterInstance, run_id: str) -> frozenset[dg.AssetCheckKey]:
     """The checks the run planned (fixed when it was created): read once per run and process,
     not once per output."""
-    with _PLANNED_LOCK:
-        found = _PLANNED_BY_RUN.get(run_id)
-    if found is None:
-        found = frozenset(internals.checks_planned_in_run(instance, run_id))
-        with _PLANNED_LOCK:
-            if len(_PLANNED_BY_RUN) >= _RUNS_REMEMBERED:
-                _PLANNED_BY_RUN.pop(next(iter(_PLANNED_BY_RUN)))
-            _PLANNED_BY_RUN[run_id] = found
-    return found
+    return _PLANNED_BY_RUN.setdefault(
+        run_id, lambda: frozenset(internals.checks_planned_in_run(instance, run_id))
+    )
 
 
 def _receipt(context: dg.OutputContext, entries: Mapping[str, Any]) -> drift.DriftEvidence:

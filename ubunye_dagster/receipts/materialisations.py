@@ -5,8 +5,6 @@ process's steps made, which a later step of the same run reads instead."""
 
 from __future__ import annotations
 
-import threading
-from collections import OrderedDict
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -15,6 +13,7 @@ import dagster as dg
 
 from ubunye_dagster import dagster_internals as internals
 from ubunye_dagster.receipts.metadata import plain
+from ubunye_dagster.receipts.per_run import PerRun
 
 
 def newest_materialisation(
@@ -76,26 +75,22 @@ class Materialised:
 #: The materialisations this process's steps made, by run: a later step of the same run reads
 #: its upstream's receipt from here instead of asking the instance (a run's steps share one
 #: process in-process; under the multiprocess executor each step asks).
-_WRITTEN: OrderedDict[str, dict[tuple[str, str | None], Materialised]] = OrderedDict()
-_WRITTEN_LOCK = threading.Lock()
-_RUNS_REMEMBERED = 16
+_WRITTEN: PerRun[dict[tuple[str, str | None], Materialised]] = PerRun()
 
 
 def remember_written(key: dg.AssetKey, partition: str | None, materialised: Materialised) -> None:
     """Keep what this process's step gave as the materialisation of ``key`` (and partition)."""
-    with _WRITTEN_LOCK:
-        run = _WRITTEN.setdefault(materialised.run_id, {})
-        _WRITTEN.move_to_end(materialised.run_id)
+    with _WRITTEN.lock:
+        run = _WRITTEN.setdefault(materialised.run_id, dict)
         run[(key.to_user_string(), _partition_text(partition))] = materialised
-        while len(_WRITTEN) > _RUNS_REMEMBERED:
-            _WRITTEN.popitem(last=False)
 
 
 def written_in_run(run_id: str, key: dg.AssetKey, partition: str | None) -> Materialised | None:
     """The materialisation of ``key`` (and partition) a step of run ``run_id`` made in this
     process, if one did."""
-    with _WRITTEN_LOCK:
-        return _WRITTEN.get(run_id, {}).get((key.to_user_string(), _partition_text(partition)))
+    with _WRITTEN.lock:
+        written = _WRITTEN.get(run_id) or {}
+        return written.get((key.to_user_string(), _partition_text(partition)))
 
 
 def _partition_text(partition: Any) -> str | None:
@@ -112,8 +107,7 @@ def materialised_of(record: dg.EventLogRecord | None) -> Materialised | None:
 #: The newest materialisation, when the run's first step in this process asked, of each
 #: unpartitioned asset this process's steps of the run write (by run id): one query of the
 #: instance for the whole run instead of one for every step.
-_NEWEST_BEFORE_RUN: OrderedDict[str, dict[str, dg.EventLogRecord | None]] = OrderedDict()
-_NEWEST_LOCK = threading.Lock()
+_NEWEST_BEFORE_RUN: PerRun[dict[str, dg.EventLogRecord | None]] = PerRun()
 
 
 def previous_materialisation(
@@ -137,23 +131,26 @@ def _newest_before_run(
 ) -> dict[str, dg.EventLogRecord | None]:
     """Each unpartitioned asset of the run's steps in this process with its newest
     materialisation, asked once (nothing when there is a single asset: one lookup is as cheap)."""
-    with _NEWEST_LOCK:
-        found = _NEWEST_BEFORE_RUN.get(run_id)
-        if found is not None:
-            return found
-        keys = internals.unpartitioned_assets_to_execute(step_context)
-        found = {}
-        if len(keys) > 1:
-            found = {key.to_user_string(): None for key in keys}
-            for asset_record in instance.get_asset_records(keys):
-                entry = asset_record.asset_entry
-                newest = entry.last_materialization_record
-                name = entry.asset_key.to_user_string()
-                if newest is not None and newest.partition_key is not None:
-                    del found[name]  # once partitioned: newest_materialisation filters them
-                else:
-                    found[name] = newest
-        _NEWEST_BEFORE_RUN[run_id] = found
-        while len(_NEWEST_BEFORE_RUN) > _RUNS_REMEMBERED:
-            _NEWEST_BEFORE_RUN.popitem(last=False)
-        return found
+    return _NEWEST_BEFORE_RUN.setdefault(
+        run_id,
+        lambda: _newest_of(instance, internals.unpartitioned_assets_to_execute(step_context)),
+    )
+
+
+def _newest_of(
+    instance: dg.DagsterInstance, keys: list[dg.AssetKey]
+) -> dict[str, dg.EventLogRecord | None]:
+    """The newest materialisation of each of ``keys`` (None: never materialised), in one query;
+    an asset whose newest is a partition's is left out (``newest_materialisation`` filters)."""
+    if len(keys) < 2:
+        return {}
+    found: dict[str, dg.EventLogRecord | None] = {key.to_user_string(): None for key in keys}
+    for asset_record in instance.get_asset_records(keys):
+        entry = asset_record.asset_entry
+        newest = entry.last_materialization_record
+        name = entry.asset_key.to_user_string()
+        if newest is not None and newest.partition_key is not None:
+            found.pop(name, None)
+        else:
+            found[name] = newest
+    return found

@@ -7,16 +7,23 @@ step's events.
 
 from __future__ import annotations
 
-import threading
-from collections import OrderedDict
+from dataclasses import dataclass, field
 
 import dagster as dg
 
-#: Per run: the event log cursor read up to and the start of each step seen (a retried step's
-#: latest attempt).
-_STARTS: OrderedDict[str, tuple[str | None, dict[str, float]]] = OrderedDict()
-_LOCK = threading.Lock()
-_RUNS_REMEMBERED = 16
+from ubunye_dagster.receipts.per_run import PerRun
+
+
+@dataclass
+class _RunStarts:
+    """The event log cursor read up to, and the start of each step seen (a retried step's latest
+    attempt)."""
+
+    cursor: str | None = None
+    starts: dict[str, float] = field(default_factory=dict)
+
+
+_STARTS: PerRun[_RunStarts] = PerRun()
 
 
 def step_started_at(
@@ -25,20 +32,17 @@ def step_started_at(
     """The time (epoch seconds) Dagster logged the step's start; None when it cannot be read."""
     if instance is None:
         return None
-    with _LOCK:
-        cursor, starts = _STARTS.get(dagster_run_id, (None, {}))
+    with _STARTS.lock:
+        seen = _STARTS.setdefault(dagster_run_id, _RunStarts)
         try:
             found = instance.get_records_for_run(
-                dagster_run_id, cursor=cursor, of_type=dg.DagsterEventType.STEP_START
+                dagster_run_id, cursor=seen.cursor, of_type=dg.DagsterEventType.STEP_START
             )
         except Exception:  # an instance without event storage (a context built in a test)
-            return starts.get(step_key)
+            return seen.starts.get(step_key)
         for record in found.records:
             entry = record.event_log_entry
             if entry.step_key is not None:
-                starts[entry.step_key] = entry.timestamp
-        _STARTS[dagster_run_id] = (found.cursor or cursor, starts)
-        _STARTS.move_to_end(dagster_run_id)
-        while len(_STARTS) > _RUNS_REMEMBERED:
-            _STARTS.popitem(last=False)
-        return starts.get(step_key)
+                seen.starts[entry.step_key] = entry.timestamp
+        seen.cursor = found.cursor or seen.cursor
+        return seen.starts.get(step_key)
