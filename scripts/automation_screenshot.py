@@ -105,9 +105,7 @@ def wait_for_day(instance: dg.DagsterInstance, keys: list[dg.AssetKey], runs: in
 
 
 def settle() -> None:
-    """Let the automation sensor tick twice: it has seen every materialisation so far. (An
-    upstream's new data version seen in the same tick as the asset's own new materialisation
-    counts as handled by it.)"""
+    """Let the automation sensor tick twice: it has seen every materialisation so far."""
     time.sleep(2 * shop.SENSOR_INTERVAL_SECONDS + 1)
 
 

@@ -72,6 +72,7 @@ def definitions(folder: Path) -> dg.Definitions:
         target=dg.AssetSelection.all(),
         default_status=dg.DefaultSensorStatus.RUNNING,
         minimum_interval_seconds=SENSOR_INTERVAL_SECONDS,
+        use_user_code_server=True,
     )
     defs = dg.Definitions(
         assets=[dg.AssetSpec(SOURCE), *assets(source_path(folder))],

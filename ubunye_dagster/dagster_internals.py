@@ -16,7 +16,13 @@ from pathlib import Path
 from typing import Any
 
 import dagster as dg
-from dagster._core.definitions.data_version import CODE_VERSION_TAG, INPUT_DATA_VERSION_TAG_PREFIX
+from dagster._core.definitions.data_version import (
+    CODE_VERSION_TAG,
+    DATA_VERSION_TAG,
+    DEFAULT_DATA_VERSION,
+    INPUT_DATA_VERSION_TAG_PREFIX,
+)
+from dagster._core.definitions.sensor_definition import SensorType
 from dagster._core.definitions.unresolved_asset_job_definition import (
     UnresolvedAssetJobDefinition,
 )
@@ -38,10 +44,13 @@ except ImportError:  # Dagster 1.10 keeps the three one package up
 
 
 # Dagster types used by name elsewhere in the glue (no public alias exists for them), and the
-# tags Dagster puts on a step's materialisation: its code version, and one data version per
-# upstream asset ("<prefix>/<asset key>").
+# tags Dagster puts on a step's materialisation: its code version, its data version, and one
+# data version per upstream asset ("<prefix>/<asset key>"), the version Dagster records for an
+# upstream it has no data version for ("INITIAL").
 __all__ = [
     "CODE_VERSION_TAG",
+    "DATA_VERSION_TAG",
+    "DEFAULT_DATA_VERSION",
     "INPUT_DATA_VERSION_TAG_PREFIX",
     "AssetCheckEvaluationTargetMaterializationData",
     "AssetLayer",
@@ -478,3 +487,26 @@ def defs_of_entry(context: dg.ComponentLoadContext, path: Path) -> dg.Definition
             "`defs = with_ubunye(dg.Definitions(...))` instead"
         )
     return build(path)
+
+
+def automation_instance(context: dg.AutomationContext) -> dg.DagsterInstance:
+    """The instance an automation condition is evaluated over."""
+    return context.asset_graph_view.instance
+
+
+def automation_parents(context: dg.AutomationContext) -> list[tuple[dg.AssetKey, bool]]:
+    """The upstream keys of the asset an automation condition is evaluated for, each with
+    whether it is partitioned."""
+    graph = context.asset_graph
+    return [
+        (parent, graph.get(parent).partitions_def is not None)
+        for parent in sorted(graph.get(context.key).parent_keys, key=lambda k: k.path)
+    ]
+
+
+def evaluated_in_user_code(sensor: dg.SensorDefinition) -> bool | None:
+    """Whether an automation sensor is evaluated where the definitions are loaded
+    (``use_user_code_server=True``); None for a sensor of another kind."""
+    if sensor.sensor_type == SensorType.AUTOMATION:
+        return True
+    return False if sensor.sensor_type == SensorType.AUTO_MATERIALIZE else None

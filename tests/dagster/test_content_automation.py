@@ -13,7 +13,9 @@ import pandas as pd
 import pytest
 
 from ubunye_dagster import UbunyeResource, with_ubunye
+from ubunye_dagster import dagster_internals as internals
 from ubunye_dagster.automation import on_content_change
+from ubunye_dagster.automation.adopt import CONTENT_SENSOR
 from ubunye_rows import code_hash
 
 SOURCE = dg.AssetKey(["raw", "orders"])
@@ -49,26 +51,36 @@ def definitions(tmp_path: Path, totals_version: str | None = "v1") -> dg.Definit
 class Ticks:
     """Dagster's automation evaluated tick by tick over one instance, and the runs between."""
 
-    def __init__(self, defs: dg.Definitions, instance: dg.DagsterInstance):
+    def __init__(
+        self,
+        defs: dg.Definitions,
+        instance: dg.DagsterInstance,
+        watched: tuple[dg.AssetKey, ...] = (CLEAN, TOTALS),
+    ):
         self.defs = defs
         self.instance = instance
+        self.watched = watched
         self.cursor = None
 
     def requested(self) -> set[dg.AssetKey]:
-        """The assets of the graph the next tick requests."""
+        """The ``watched`` assets the next tick requests."""
         # A copy each time: Dagster 1.10 refuses to merge a Definitions it has resolved.
         result = dg.evaluate_automation_conditions(
             defs=dg.Definitions.merge(self.defs), instance=self.instance, cursor=self.cursor
         )
         self.cursor = result.cursor
-        return {key for key in (CLEAN, TOTALS) if result.get_num_requested(key)}
+        return {key for key in self.watched if result.get_num_requested(key)}
 
-    def run(self, *keys: dg.AssetKey) -> None:
-        """Execute ``keys`` (observations or materialisations) in one run."""
+    def run(self, *keys: dg.AssetKey, succeeds: bool = True, partition: str | None = None) -> None:
+        """Execute ``keys`` (observations or materialisations, of ``partition``) in one run,
+        which ``succeeds``."""
         job = dg.define_asset_job("tick_run", selection=list(keys))
         runnable = dg.Definitions.merge(self.defs, dg.Definitions(jobs=[job]))
         job_def = runnable.resolve_job_def("tick_run")
-        assert job_def.execute_in_process(instance=self.instance).success
+        result = job_def.execute_in_process(
+            instance=self.instance, raise_on_error=False, partition_key=partition
+        )
+        assert result.success is succeeds
 
 
 @pytest.fixture
@@ -140,6 +152,64 @@ def test_an_asset_run_with_its_changed_upstream_is_not_requested_again(ticks, tm
     assert ticks.requested() == set()
 
 
+def test_an_upstream_that_moved_while_its_reader_ran_requests_the_reader_again(ticks, tmp_path):
+    ticks.run(CLEAN)  # read the source as last observed...
+    write_orders(tmp_path, ORDERS.assign(amount=[10, 5, 8]))
+    ticks.run(SOURCE)  # ...which moved before the daemon's next tick saw the run end
+
+    assert ticks.requested() == {CLEAN}
+
+
+def test_a_failed_run_is_not_retried_until_an_upstream_moves_again(ticks, tmp_path):
+    write_orders(tmp_path, ORDERS.assign(amount=[10, 5, 8]))
+    ticks.run(SOURCE)
+    assert ticks.requested() == {CLEAN}
+    (tmp_path / "orders.parquet").unlink()
+    ticks.run(CLEAN, succeeds=False)
+    assert ticks.requested() == set()
+    write_orders(tmp_path, ORDERS.assign(amount=[10, 5, 9]))
+    ticks.run(SOURCE)
+
+    assert ticks.requested() == {CLEAN}
+
+
+def test_a_requested_asset_is_not_requested_again_on_the_next_tick(ticks, tmp_path):
+    write_orders(tmp_path, ORDERS.assign(amount=[10, 5, 8]))
+    ticks.run(SOURCE)
+    assert ticks.requested() == {CLEAN}
+
+    assert ticks.requested() == set()
+
+
+def test_a_partitioned_asset_is_requested_when_its_upstreams_data_version_moved(tmp_path):
+    days = dg.DailyPartitionsDefinition(start_date="2026-01-01")
+    path = tmp_path / "orders.parquet"
+
+    @dg.asset(key="daily_orders", deps=[SOURCE], partitions_def=days)
+    def daily_orders() -> pd.DataFrame:
+        return pd.read_parquet(path)
+
+    write_orders(tmp_path, ORDERS)
+    defs = with_ubunye(
+        dg.Definitions(assets=[dg.AssetSpec(SOURCE), daily_orders]),
+        observe={"raw/orders": {"path": str(path)}},
+        automation=on_content_change(),
+        usecase_dir=str(tmp_path),
+        base_path=str(tmp_path / "data"),
+    )
+    latest = days.get_last_partition_key()
+    with dg.instance_for_test() as instance:
+        ticking = Ticks(defs, instance, watched=(daily_orders.key,))
+        ticking.run(SOURCE)
+        assert ticking.requested() == {daily_orders.key}
+        ticking.run(daily_orders.key, partition=latest)
+        assert ticking.requested() == set()
+        write_orders(tmp_path, ORDERS.assign(amount=[10, 5, 8]))
+        ticking.run(SOURCE)
+
+        assert ticking.requested() == {daily_orders.key}
+
+
 def test_an_asset_whose_code_version_changed_is_requested(ticks, tmp_path):
     ticks.defs = definitions(tmp_path, totals_version="v2")
 
@@ -192,3 +262,45 @@ def test_an_asset_accounting_for_its_own_rows_counts_as_stored_with_receipts(tmp
     node = defs.resolve_asset_graph().get(dg.AssetKey("exported"))
 
     assert node.automation_condition.get_label() == "on_content_change"
+
+
+def test_the_assets_on_the_condition_get_an_automation_sensor_evaluated_with_the_definitions(
+    tmp_path,
+):
+    write_orders(tmp_path, ORDERS)
+    defs = definitions(tmp_path)
+    sensor = defs.resolve_sensor_def(CONTENT_SENSOR)
+    targeted = sensor.asset_selection.resolve(defs.resolve_asset_graph())
+
+    assert internals.evaluated_in_user_code(sensor) is True
+    assert targeted == {CLEAN, TOTALS}
+
+
+def test_a_sensor_of_the_definitions_evaluated_with_them_keeps_the_assets(tmp_path):
+    own = dg.AutomationConditionSensorDefinition(
+        "own", target=dg.AssetSelection.all(), use_user_code_server=True
+    )
+    path = tmp_path / "orders.parquet"
+    write_orders(tmp_path, ORDERS)
+    defs = with_ubunye(
+        dg.Definitions(assets=[dg.AssetSpec(SOURCE), *graph(path)], sensors=[own]),
+        observe={"raw/orders": {"path": str(path)}},
+        automation=on_content_change(),
+        usecase_dir=str(tmp_path),
+    )
+
+    assert CONTENT_SENSOR not in {sensor.name for sensor in defs.sensors}
+
+
+def test_a_daemon_evaluated_sensor_targeting_the_condition_is_refused_naming_it(tmp_path):
+    daemon_side = dg.AutomationConditionSensorDefinition("nightly", target=[CLEAN])
+    path = tmp_path / "orders.parquet"
+    write_orders(tmp_path, ORDERS)
+
+    with pytest.raises(ValueError, match=r"sensor nightly targets clean.*use_user_code_server"):
+        with_ubunye(
+            dg.Definitions(assets=[dg.AssetSpec(SOURCE), *graph(path)], sensors=[daemon_side]),
+            observe={"raw/orders": {"path": str(path)}},
+            automation=on_content_change(),
+            usecase_dir=str(tmp_path),
+        )

@@ -377,3 +377,50 @@ def test_the_execution_plan_still_names_the_unpartitioned_assets_a_process_execu
 
     assert dg.materialize([partitioned_first, by_day], partition_key="a").success
     assert seen["keys"] == []
+
+
+def test_an_automation_condition_still_reads_its_instance_and_its_upstreams_partitioning():
+    daily = dg.DailyPartitionsDefinition(start_date="2024-01-01")
+    seen: list[tuple[bool, list[tuple[dg.AssetKey, bool]]]] = []
+
+    class Recorder(dg.AutomationCondition[dg.AssetKey]):
+        def evaluate(self, context: dg.AutomationContext) -> dg.AutomationResult:
+            instance = internals.automation_instance(context)
+            seen.append(
+                (isinstance(instance, dg.DagsterInstance), internals.automation_parents(context))
+            )
+            return dg.AutomationResult(context=context, true_subset=context.get_empty_subset())
+
+    @dg.asset(partitions_def=daily)
+    def by_day() -> int:
+        return 1
+
+    @dg.asset
+    def plain() -> int:
+        return 1
+
+    @dg.asset(deps=[by_day, plain], automation_condition=Recorder())
+    def reader() -> int:
+        return 2
+
+    with dg.instance_for_test() as instance:
+        dg.evaluate_automation_conditions(
+            defs=dg.Definitions(assets=[by_day, plain, reader]), instance=instance
+        )
+    assert seen == [(True, [(dg.AssetKey("by_day"), True), (dg.AssetKey("plain"), False)])]
+
+
+def test_an_automation_sensor_still_says_whether_the_daemon_or_the_definitions_evaluate_it():
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", category=dg.BetaWarning)
+        in_code = dg.AutomationConditionSensorDefinition(
+            "in_code", target=dg.AssetSelection.all(), use_user_code_server=True
+        )
+    in_daemon = dg.AutomationConditionSensorDefinition("in_daemon", target=dg.AssetSelection.all())
+
+    @dg.sensor(target=dg.AssetSelection.all())
+    def plain_sensor():
+        return None
+
+    answers = [internals.evaluated_in_user_code(s) for s in (in_code, in_daemon, plain_sensor)]
+    assert answers == [True, False, None]

@@ -118,11 +118,13 @@ def _observed_by_modification_time(index: int, path: Path) -> dg.AssetsDefinitio
 def definitions(folder: Path, sources: int, depth: int, mode: str, executor: str) -> dg.Definitions:
     """The location's definitions (see the module's docstring)."""
     chosen = dg.in_process_executor if executor == "in_process" else dg.multiprocess_executor
+    # on_content_change() reads provenance where the definitions are loaded.
     sensor = dg.AutomationConditionSensorDefinition(
         SENSOR,
         target=dg.AssetSelection.all(),
         default_status=dg.DefaultSensorStatus.RUNNING,
         minimum_interval_seconds=SENSOR_INTERVAL_SECONDS,
+        use_user_code_server=mode == "content",
     )
     below = graph(folder, sources, depth)
     settings = {"usecase_dir": str(folder), "base_path": str(folder / "data"), "drift_sensor": None}

@@ -18,6 +18,10 @@ from components_project import (
 from dbt_shop import DbtShop, copy_shop
 from test_component import load_defs_folder
 
+from ubunye_dagster import dagster_internals as internals
+from ubunye_dagster.automation.adopt import CONTENT_SENSOR
+from ubunye_dagster.automation.conditions import LABEL
+
 pytestmark = NEEDS_COMPONENTS_DAGSTER
 
 DBT_COMPONENT_TYPE = "ubunye_dagster.dbt.UbunyeDbtProjectComponent"
@@ -39,6 +43,8 @@ def components_project(tmp_path_factory):
                 f"type: {DBT_COMPONENT_TYPE}\nattributes:\n  project:\n"
                 f"    project_dir: {shop.project_dir}\n    profiles_dir: {shop.project_dir}\n"
                 f"  usecase_dir: {root}\n"
+                "  translation:\n"
+                '    automation_condition: "{{ on_content_change() }}"\n'
             ),
         }.items():
             (defs / folder).mkdir(parents=True)
@@ -70,3 +76,23 @@ def test_a_components_project_gives_each_dbt_model_its_receipt(components_projec
         assert record.outputs[-1].data_hash == shop.digest_read_through_duckdb(asset)
     [stg] = DbtShop(root).record("stg_orders", result.run_id).inputs
     assert stg.name == "raw_orders"
+
+
+def test_dbt_assets_put_on_on_content_change_come_with_their_automation_sensor(
+    components_project, monkeypatch
+):
+    _, project, _ = components_project
+    monkeypatch.syspath_prepend(str(project / "src"))
+    with fresh_project_modules():
+        defs = load_defs_folder(project)
+    graph = defs.resolve_asset_graph()
+    dbt_keys = {
+        key
+        for key in graph.materializable_asset_keys
+        if key.path[-1] in ("raw_orders", "stg_orders", "customer_revenue")
+    }
+    sensor = defs.resolve_sensor_def(CONTENT_SENSOR)
+
+    assert {graph.get(key).automation_condition.get_label() for key in dbt_keys} == {LABEL}
+    assert dbt_keys <= set(sensor.asset_selection.resolve(graph))
+    assert internals.evaluated_in_user_code(sensor) is True

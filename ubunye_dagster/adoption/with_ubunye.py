@@ -259,6 +259,10 @@ def with_ubunye(
         assets, automation, receipted, manager.resource.code_folder
     )
     automation_adoption.refuse_content_conditions_without_receipts(assets, receipted)
+    content_sensors = automation_adoption.content_sensors(
+        [*assets, *sources], list(defs.sensors or [])
+    )
     hooked = internals.definitions_with_assets(defs, [*with_error_records(assets), *sources])
     added = (chosen or ReceiptSettings()).companions(assets, existing=defs)
-    return dg.Definitions.merge(hooked, added, dg.Definitions(resources=resources))
+    automated = dg.Definitions(resources=resources, sensors=content_sensors)
+    return dg.Definitions.merge(hooked, added, automated)

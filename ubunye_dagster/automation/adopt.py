@@ -7,6 +7,7 @@ refused, naming it.
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
@@ -154,3 +155,54 @@ def _automated(
         )
 
     return assets_def.map_asset_specs(automated)
+
+
+#: The name of the automation sensor ``with_ubunye`` adds for the assets on ``on_content_change()``.
+CONTENT_SENSOR = "ubunye_content_automation"
+
+
+def content_keys(assets: Iterable[Any]) -> set[dg.AssetKey]:
+    """The keys whose automation condition reads content (holds ``on_content_change()``)."""
+    return {
+        key
+        for item in assets
+        if isinstance(item, dg.AssetsDefinition)
+        for key, condition in item.automation_conditions_by_key.items()
+        if reads_content(condition)
+    }
+
+
+def content_sensors(
+    assets: Sequence[Any], sensors: Iterable[dg.SensorDefinition]
+) -> list[dg.SensorDefinition]:
+    """An automation sensor evaluated with the definitions for the assets on
+    ``on_content_change()`` that no automation sensor of ``sensors`` targets (none if every one
+    is); ValueError naming a sensor that targets one but is evaluated by the daemon, which cannot
+    run the condition's provenance operand."""
+    wanted = content_keys(assets)
+    definitions = [item for item in assets if isinstance(item, dg.AssetsDefinition)]
+    covered: set[dg.AssetKey] = set()
+    for sensor in sensors:
+        in_user_code = internals.evaluated_in_user_code(sensor)
+        if in_user_code is None:
+            continue
+        targeted = wanted & set(sensor.asset_selection.resolve(definitions))
+        if targeted and not in_user_code:
+            names = ", ".join(sorted(key.to_user_string() for key in targeted))
+            raise ValueError(
+                f"the automation sensor {sensor.name} targets {names}, on on_content_change(), "
+                "but is evaluated by the daemon, which cannot read an asset's provenance: give it "
+                "use_user_code_server=True"
+            )
+        covered |= targeted
+    left = sorted(wanted - covered, key=lambda key: key.path)
+    if not left:
+        return []
+    with warnings.catch_warnings():
+        # use_user_code_server is a beta parameter: the condition needs it, so it is chosen here.
+        warnings.simplefilter("ignore", category=dg.BetaWarning)
+        return [
+            dg.AutomationConditionSensorDefinition(
+                CONTENT_SENSOR, target=left, use_user_code_server=True
+            )
+        ]
