@@ -34,6 +34,12 @@ def chain_assets(first: pd.DataFrame, count: int) -> list[dg.AssetsDefinition]:
     def step_0() -> pd.DataFrame:
         return first
 
+    return chained_after(step_0, count)
+
+
+def chained_after(step_0: dg.AssetsDefinition, count: int) -> list[dg.AssetsDefinition]:
+    """``step_0`` and ``count - 1`` assets after it, ``step_i`` loading ``step_{i-1}`` and
+    bumping its int column ``id``."""
     assets = [step_0]
     for index in range(1, count):
 

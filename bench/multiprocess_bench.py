@@ -80,6 +80,7 @@ class PlainParquetIOManager(dg.UPathIOManager):
 def chain_assets(rows: int, count: int) -> list[dg.AssetsDefinition]:
     """``step_0`` builds the seven-column frame; ``step_i`` loads ``step_{i-1}`` and bumps its
     int column."""
+    from chain_bench import chained_after
 
     @dg.asset(name="step_0")
     def step_0() -> pd.DataFrame:
@@ -87,15 +88,7 @@ def chain_assets(rows: int, count: int) -> list[dg.AssetsDefinition]:
 
         return seven_column_table(rows)
 
-    assets = [step_0]
-    for index in range(1, count):
-
-        @dg.asset(name=f"step_{index}", ins={"upstream": dg.AssetIn(f"step_{index - 1}")})
-        def step(upstream: pd.DataFrame) -> pd.DataFrame:
-            return upstream.assign(id=upstream["id"] + 1)
-
-        assets.append(step)
-    return assets
+    return chained_after(step_0, count)
 
 
 def io_manager(side: str, root: str) -> dg.ConfigurableIOManager | dg.IOManager:

@@ -254,3 +254,56 @@ def assert_a_model_shows_while_the_build_goes_on(
         assert keys.DATA_HASH in seen[0].metadata
         assert not built_before, "stg_orders showed only once dbt had built its last model"
         assert materialised(instance, "slow_count"), "the build did not finish its last model"
+
+
+class ReceiptsOnAnAdapter:
+    """The promises every dbt adapter's receipts keep, for a test module with a module fixture
+    ``drawn_twice`` (the shop on the adapter with ``LUCKY_DRAW``, built twice: shop, instance,
+    runs). A subclass named ``Test...`` says the class attributes below."""
+
+    adapter: str
+    driver: str
+    #: A relation's name as the adapter renders it, ``{relation}`` standing for it.
+    location: str
+    #: rows-v1 of a relation's rows read out of the warehouse by the kernel, given the test's
+    #: fixtures: ``read_out(request, relation)``.
+    read_out: Callable[[pytest.FixtureRequest, str], str]
+
+    def test_each_dbt_node_gets_a_receipt_hashed_in_the_warehouse(self, drawn_twice):
+        shop, _, runs = drawn_twice
+        for asset in (*MODELS, "lucky_draw"):
+            output = shop.record(asset, runs[-1].run_id).outputs[-1]
+            assert output.hash_error is None, (asset, output.hash_error)
+            assert output.hash_method == "rows-v1" and output.data_hash.startswith("sha256:")
+            assert output.location == self.location.format(relation=asset)
+            assert output.format == self.adapter
+
+    def test_the_digest_in_the_warehouse_is_the_kernels_on_the_rows_read_out(
+        self, drawn_twice, request
+    ):
+        shop, _, runs = drawn_twice
+        for asset in MODELS:
+            recorded = shop.record(asset, runs[-1].run_id).outputs[-1].data_hash
+            assert recorded == self.read_out(request, asset), asset
+
+    def test_the_environment_names_the_adapter_and_its_driver(self, drawn_twice):
+        shop, _, runs = drawn_twice
+        record = shop.record("stg_orders", runs[-1].run_id)
+        assert_environment_names(record, self.adapter, self.driver)
+
+    def test_the_inputs_are_the_upstream_receipts_of_the_same_build(self, drawn_twice):
+        shop, _, runs = drawn_twice
+        assert_inputs_are_the_upstream_receipts(shop, runs[-1].run_id)
+
+    def test_a_non_deterministic_model_is_flagged(self, drawn_twice):
+        _, instance, _ = drawn_twice
+        assert_only_the_random_model_flagged(judged(instance))
+
+    @pytest.fixture(scope="class")
+    def seed_changed(self, drawn_twice):
+        """The verdicts after a third build, a seed changed (after the tests above)."""
+        shop, instance, _ = drawn_twice
+        return judged_after_a_seed_change(shop, instance)
+
+    def test_a_changed_seed_is_explained_by_its_input(self, seed_changed):
+        assert_the_seed_change_explained(seed_changed)

@@ -12,14 +12,9 @@ import pytest
 from dbt_shop import (
     LUCKY_DRAW,
     MODELS,
+    ReceiptsOnAnAdapter,
     assert_a_model_shows_while_the_build_goes_on,
-    assert_environment_names,
-    assert_inputs_are_the_upstream_receipts,
-    assert_only_the_random_model_flagged,
-    assert_the_seed_change_explained,
     copy_shop_on_postgres,
-    judged,
-    judged_after_a_seed_change,
 )
 from postgres_cluster import postgres_available, postgres_cluster
 
@@ -62,23 +57,6 @@ def streamed_digest(cluster, dbname: str, table: str) -> str | None:
         return fingerprint_postgres(connection, ("main", table), kernel_columns="all").data_hash
 
 
-def test_each_dbt_node_gets_a_receipt_hashed_in_postgresql(drawn_twice):
-    shop, _, runs = drawn_twice
-    for asset in (*MODELS, "lucky_draw"):
-        output = shop.record(asset, runs[-1].run_id).outputs[-1]
-        assert output.hash_error is None, (asset, output.hash_error)
-        assert output.hash_method == "rows-v1" and output.data_hash.startswith("sha256:")
-        assert output.location == f'"shop"."main"."{asset}"'
-        assert output.format == "postgres"
-
-
-def test_the_digest_in_postgresql_is_the_kernels_on_the_rows_streamed_out(drawn_twice, cluster):
-    shop, _, runs = drawn_twice
-    for asset in MODELS:
-        recorded = shop.record(asset, runs[-1].run_id).outputs[-1].data_hash
-        assert recorded == streamed_digest(cluster, "shop", asset), asset
-
-
 def test_the_same_seeds_and_models_have_the_same_digests_on_duckdb(drawn_twice, dbt_shop_on_duckdb):
     on_postgres, _, runs = drawn_twice
     on_duckdb, duckdb_run_id = dbt_shop_on_duckdb
@@ -89,31 +67,15 @@ def test_the_same_seeds_and_models_have_the_same_digests_on_duckdb(drawn_twice, 
         assert (ours.data_hash, ours.schema_hash) == (theirs.data_hash, theirs.schema_hash), asset
 
 
-def test_the_environment_names_dbt_postgres_and_its_driver(drawn_twice):
-    shop, _, runs = drawn_twice
-    record = shop.record("stg_orders", runs[-1].run_id)
-    assert_environment_names(record, "postgres", "psycopg2-binary")
+def read_out_through_adbc(request: pytest.FixtureRequest, relation: str) -> str:
+    """rows-v1 of ``main.<relation>`` in the shop's database, streamed out through ADBC."""
+    return streamed_digest(request.getfixturevalue("cluster"), "shop", relation)
 
 
-def test_the_inputs_are_the_upstream_receipts_of_the_same_build(drawn_twice):
-    shop, _, runs = drawn_twice
-    assert_inputs_are_the_upstream_receipts(shop, runs[-1].run_id)
-
-
-def test_a_non_deterministic_model_on_postgresql_is_flagged(drawn_twice):
-    _, instance, _ = drawn_twice
-    assert_only_the_random_model_flagged(judged(instance))
-
-
-@pytest.fixture(scope="module")
-def seed_changed(drawn_twice):
-    """The verdicts after a third build, a seed changed (after the tests of the first two)."""
-    shop, instance, _ = drawn_twice
-    return judged_after_a_seed_change(shop, instance)
-
-
-def test_a_changed_seed_on_postgresql_is_explained_by_its_input(seed_changed):
-    assert_the_seed_change_explained(seed_changed)
+class TestReceiptsOnPostgres(ReceiptsOnAnAdapter):
+    adapter, driver = "postgres", "psycopg2-binary"
+    location = '"shop"."main"."{relation}"'
+    read_out = staticmethod(read_out_through_adbc)
 
 
 def _built_in_postgresql(cluster, dbname: str, table: str) -> bool:

@@ -39,22 +39,29 @@ def test_the_record_trace_compare_and_diff_blocks_match_a_fresh_run(examples, fr
     assert not problems, "run `python scripts/readme_examples.py`:\n" + "".join(problems)
 
 
-def test_a_block_that_names_what_records_never_contain_is_caught(examples, fresh):
+def caught(examples, fresh, block: str, shown: str, altered: str) -> tuple[str, str]:
+    """The one problem found when the docs' ``block`` shows ``altered`` in place of ``shown``,
+    and the page and block it should name."""
     texts = examples.documents()
-    path, _ = examples.shown_blocks(texts)["record"]
-    wrong = texts[path].replace('"rule": "id_not_null"', '"rule": "not_null(id)"', 1)
+    path, _ = examples.shown_blocks(texts)[block]
+    wrong = texts[path].replace(shown, altered, 1)
     assert wrong != texts[path]
     [problem] = examples.disagreements({**texts, path: wrong}, fresh)
-    assert "not_null(id)" in problem and f"{path.relative_to(examples.ROOT)} record" in problem
+    return problem, f"{path.relative_to(examples.ROOT)} {block}"
+
+
+def test_a_block_that_names_what_records_never_contain_is_caught(examples, fresh):
+    problem, where = caught(
+        examples, fresh, "record", '"rule": "id_not_null"', '"rule": "not_null(id)"'
+    )
+    assert "not_null(id)" in problem and where in problem
 
 
 def test_a_diff_block_showing_other_rows_is_caught(examples, fresh):
-    texts = examples.documents()
-    path, _ = examples.shown_blocks(texts)["diff"]
-    wrong = texts[path].replace("unit_price: 29.96 -> 32.96", "unit_price: 29.96 -> 31.96", 1)
-    assert wrong != texts[path]
-    [problem] = examples.disagreements({**texts, path: wrong}, fresh)
-    assert "31.96" in problem and f"{path.relative_to(examples.ROOT)} diff" in problem
+    problem, where = caught(
+        examples, fresh, "diff", "unit_price: 29.96 -> 32.96", "unit_price: 29.96 -> 31.96"
+    )
+    assert "31.96" in problem and where in problem
 
 
 def test_a_block_moved_to_a_page_under_docs_is_still_found(examples, fresh):

@@ -17,15 +17,10 @@ import pytest
 from dbt_shop import (
     LUCKY_DRAW,
     MODELS,
+    ReceiptsOnAnAdapter,
     assert_a_model_shows_while_the_build_goes_on,
-    assert_environment_names,
-    assert_inputs_are_the_upstream_receipts,
-    assert_only_the_random_model_flagged,
-    assert_the_seed_change_explained,
     copy_shop_on_postgres,
     copy_shop_on_spark,
-    judged,
-    judged_after_a_seed_change,
 )
 from local_spark import spark_thrift_server
 from postgres_cluster import postgres_available, postgres_cluster
@@ -60,23 +55,6 @@ def drawn_twice(thrift_port, tmp_path_factory):
         shop.write("models/lucky_draw.sql", LUCKY_DRAW)
         runs = [shop.materialise(instance), shop.materialise(instance)]
         yield shop, instance, runs
-
-
-def test_each_dbt_node_gets_a_receipt_hashed_by_spark(drawn_twice):
-    shop, _, runs = drawn_twice
-    for asset in (*MODELS, "lucky_draw"):
-        output = shop.record(asset, runs[-1].run_id).outputs[-1]
-        assert output.hash_error is None, (asset, output.hash_error)
-        assert output.hash_method == "rows-v1" and output.data_hash.startswith("sha256:")
-        assert output.location == f"main.{asset}"
-        assert output.format == "spark"
-
-
-def test_the_digest_by_spark_is_the_kernels_on_the_rows_read_out(drawn_twice, spark):
-    shop, _, runs = drawn_twice
-    for asset in MODELS:
-        recorded = shop.record(asset, runs[-1].run_id).outputs[-1].data_hash
-        assert recorded == fingerprint_arrow(spark.table(f"main.{asset}").toArrow()).data_hash
 
 
 @pytest.fixture(scope="module")
@@ -137,32 +115,21 @@ def test_a_docs_table_saying_the_digests_differ_is_caught(digests_script, digest
     assert "docs/dbt.md digests" in problem
 
 
-def test_the_environment_names_dbt_spark_pyspark_and_pyhive(drawn_twice):
-    shop, _, runs = drawn_twice
-    record = shop.record("stg_orders", runs[-1].run_id)
-    assert_environment_names(record, "spark", "PyHive")
-    assert record.environment["packages"]["pyspark"] == version("pyspark")
+def read_out_through_spark(request: pytest.FixtureRequest, relation: str) -> str:
+    """rows-v1 of ``main.<relation>`` read through the tests' SparkSession as Arrow."""
+    spark = request.getfixturevalue("spark")
+    return fingerprint_arrow(spark.table(f"main.{relation}").toArrow()).data_hash
 
 
-def test_the_inputs_are_the_upstream_receipts_of_the_same_build(drawn_twice):
-    shop, _, runs = drawn_twice
-    assert_inputs_are_the_upstream_receipts(shop, runs[-1].run_id)
+class TestReceiptsOnSpark(ReceiptsOnAnAdapter):
+    adapter, driver = "spark", "PyHive"
+    location = "main.{relation}"
+    read_out = staticmethod(read_out_through_spark)
 
-
-def test_a_non_deterministic_model_on_spark_is_flagged(drawn_twice):
-    _, instance, _ = drawn_twice
-    assert_only_the_random_model_flagged(judged(instance))
-
-
-@pytest.fixture(scope="module")
-def seed_changed(drawn_twice):
-    """The verdicts after a third build, a seed changed (after the tests of the first two)."""
-    shop, instance, _ = drawn_twice
-    return judged_after_a_seed_change(shop, instance)
-
-
-def test_a_changed_seed_on_spark_is_explained_by_its_input(seed_changed):
-    assert_the_seed_change_explained(seed_changed)
+    def test_the_environment_names_pyspark_too(self, drawn_twice):
+        shop, _, runs = drawn_twice
+        record = shop.record("stg_orders", runs[-1].run_id)
+        assert record.environment["packages"]["pyspark"] == version("pyspark")
 
 
 #: A model that takes a while, built after the others: the build is still going while it runs.
