@@ -202,7 +202,7 @@ def test_the_written_table_of_a_pandas_frame_hashes_like_the_frame(name, tmp_pat
     staged = PandasHandler().stage(frame, TableSlice(target), context=None)
     expected = fingerprint(frame)
     assert expected.is_complete
-    assert staged.fingerprint() == expected
+    assert staged.rows.fingerprint() == expected
     # And again from the Parquet file, as an input is hashed when read back.
     staged.commit({})
     stored = read_stored(target)

@@ -190,7 +190,7 @@ def test_spark_stages_under_a_name_it_reads_inside_a_folder_readers_of_the_paren
     assert not staged.staged.name.startswith((".", "_"))
     assert staged.staging.name.startswith(".") and staged.staged.parent == staged.staging
     assert ds.dataset(str(tmp_path), format="parquet").count_rows() == 0
-    assert staged.fingerprint().row_count == TABLE.num_rows
+    assert staged.rows.fingerprint().row_count == TABLE.num_rows
 
     staged.commit({"ubunye.writer": "spark"})
     assert os.listdir(tmp_path) == ["people.parquet"]

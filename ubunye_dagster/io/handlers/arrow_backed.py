@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import time
 from abc import abstractmethod
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from functools import partial
 from typing import Any, ClassVar
 
@@ -22,7 +22,6 @@ from ubunye_dagster.io.handlers import arrow_files
 from ubunye_dagster.io.handlers.base import (
     FrameHandler,
     LoadedFrame,
-    RowsOf,
     RowsView,
     StagedWrite,
     TableSlice,
@@ -74,29 +73,39 @@ class ArrowRows:
         return RowsView("arrow", table, kinds)
 
 
-class ArrowStagedWrite(RowsOf, StagedWrite):
+class RowsBesideEncoder(ArrowRows):
+    """An Arrow table's rows while a Parquet encoder writes them in a thread (``encoding()`` is
+    true meanwhile): hashed leaving the encoder its core."""
+
+    def __init__(self, table: Any, writer: str, encoding: Callable[[], bool]):
+        super().__init__(table, writer)
+        self.encoding = encoding
+
+    def fingerprint(self) -> Fingerprint:
+        # The encoder is single-threaded: hashing on every core beside it slows it more than the
+        # hash gains (bench/README.md), so it keeps its core while it runs, and no longer.
+        with leaving_cores(1, while_busy=self.encoding):
+            return super().fingerprint()
+
+
+class ArrowStagedWrite(StagedWrite):
     """An Arrow table being written as one Parquet file beside its target (in a thread, from
     the moment it is staged, so the hash overlaps the encoding); hashed under ``writer``'s
     rules, put in place by ``commit``."""
 
     def __init__(self, table: Any, path: Any, writer: str):
-        super().__init__(location=str(path))
-        self.rows = ArrowRows(table, writer)
+        file = arrow_files.StagedParquetFile(table, path)
+        super().__init__(str(path), RowsBesideEncoder(table, writer, file.encoding))
         self.path = path
-        self._file = arrow_files.StagedParquetFile(table, path)
+        self._file = file
 
-    def fingerprint(self) -> Fingerprint:
-        # The encoder is single-threaded: hashing on every core beside it slows it more than the
-        # hash gains (bench/README.md), so it keeps its core while it runs, and no longer.
-        with leaving_cores(1, while_busy=self._file.encoding):
-            return self.rows.fingerprint()
-
-    def commit(self, notes: Mapping[str, str]) -> None:
+    def commit(self, notes: Mapping[str, str]) -> ArrowRows:
         notes = {**notes, **arrow_files.row_count_note(self.rows.table)}
         try:
             self.bytes_hash = self._file.finish(notes)
         finally:
             self.write_watch.seconds += self._file.seconds
+        return self.rows
 
     def discard(self) -> None:
         self._file.abandon()
@@ -135,6 +144,9 @@ class ArrowBackedHandler(FrameHandler):
 
     def accepts_type(self, cls: type) -> bool:
         return type_is(cls, self.kind, self.type_names)
+
+    def rows_of(self, obj: Any) -> ArrowRows:
+        return ArrowRows(self.to_arrow(obj), self.kind)
 
     def stage(self, obj: Any, where: TableSlice, context: Any) -> StagedWrite:
         return ArrowStagedWrite(self.to_arrow(obj), where.location, writer=self.kind)

@@ -1,12 +1,13 @@
-"""What a frame library's handler offers a storage: stage a write, commit it, load a read.
+"""What a frame library's handler offers a storage: the rows of a frame, a staged write, a read.
 
 Every handler gets the same :class:`TableSlice`, as Dagster's ``DbIOManager`` type handlers do:
 where the rows are kept and which partition of them, never the IO manager's own layout.
 
-A write is staged first (converted, or for Spark written to a temporary folder), hashed and
-passed by the pipeline's gate (the asset's expectations read its :class:`RowsView`), and only
-then committed into place, so a write that fails or is refused leaves the previous
-materialisation as it was.
+A write is a :class:`StagedWrite` (the writer: stage, commit, discard) and a view of its rows
+(:class:`Rows`: their hash, schema and the :class:`RowsView` the asset's rules read). It is
+staged first (converted, or for Spark written to a temporary folder), hashed and passed by the
+pipeline's gate, and only then committed into place, so a write that fails or is refused leaves
+the previous materialisation as it was.
 """
 
 from __future__ import annotations
@@ -16,9 +17,12 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any, ClassVar, Literal
+from typing import TYPE_CHECKING, Any, ClassVar, Literal, Protocol
 
 from ubunye_rows.hashing.digest import Fingerprint
+
+if TYPE_CHECKING:
+    from upath import UPath
 
 
 def type_is(cls: type, library: str, names: Sequence[str]) -> bool:
@@ -38,8 +42,8 @@ PARTITION_EXPR = "partition_expr"
 class TableSlice:
     """The rows one handler stages or loads: where the storage keeps them, and which partition."""
 
-    #: Where: a UPath (a Parquet file or folder, a Delta table), or the storage's own name for it.
-    location: Any
+    #: Where: a Parquet file (or Spark's folder of part files), or a Delta table.
+    location: UPath
     #: The partition key (a multi-partition key keeps its dimensions); None when unpartitioned.
     partition_key: Any = None
     #: The asset's ``partition_expr`` metadata: the column (or, per dimension, the columns)
@@ -73,65 +77,63 @@ class Stopwatch:
             self.seconds += time.perf_counter() - started
 
 
+class ReceiptRows(Protocol):
+    """Rows as a receipt describes them: their rows-v1 and their schema."""
+
+    def fingerprint(self) -> Fingerprint:
+        """rows-v1 of exactly these rows; never raises."""
+        ...
+
+    def schema_pairs(self) -> list[tuple[str, str]]:
+        """``(column, canonical type)`` pairs of the rows, in their order."""
+        ...
+
+
+class Rows(ReceiptRows, Protocol):
+    """Rows in hand (a frame as staged, or as loaded): what the receipt describes and what the
+    asset's rules read."""
+
+    def rows_view(self) -> RowsView:
+        """The rows as the asset's rules read them."""
+        ...
+
+
 class StagedWrite(ABC):
-    """A frame ready to be written to one location; nothing is visible there before ``commit``."""
+    """The writer of one frame to one location: its rows staged, nothing visible there before
+    ``commit``, nothing left behind by ``discard``. What the rows are is ``rows``, a view."""
 
     #: What the data is stored as, for the record's ``format`` (e.g. ``parquet``).
     format: ClassVar[str] = "parquet"
-    #: True when the receipt hashes the rows where the store keeps them, once committed
-    #: (:meth:`stored_fingerprint`), instead of as staged.
-    hashed_after_commit: ClassVar[bool] = False
 
-    def __init__(self, location: str):
+    def __init__(self, location: str, rows: Rows):
         self.location = location
+        #: The rows as staged: the gate reads them before the commit.
+        self.rows = rows
         self.write_watch = Stopwatch()
         #: The digest of the stored bytes (``ubunye_core.materialisations.byte_digest``), known
         #: once committed.
         self.bytes_hash: str | None = None
 
-    @abstractmethod
-    def fingerprint(self) -> Fingerprint:
-        """rows-v1 of exactly the rows that will be (or were) written; never raises."""
+    def hashed_as_staged(self) -> ReceiptRows | None:
+        """The rows the receipt describes when they are hashed as staged, before the commit, so
+        the notes beside the data carry their hash: ``rows``. None for a store whose rows are
+        hashed only where it keeps them (``commit`` gives them)."""
+        return self.rows
 
     @abstractmethod
-    def schema_pairs(self) -> list[tuple[str, str]]:
-        """``(column, canonical type)`` pairs of the rows, in the frame's order."""
-
-    @abstractmethod
-    def rows_view(self) -> RowsView:
-        """The rows to be written, as the asset's rules read them."""
-
-    @abstractmethod
-    def commit(self, notes: Mapping[str, str]) -> None:
-        """Put the rows in place atomically, with ``notes`` (who wrote it, its hash) beside them."""
+    def commit(self, notes: Mapping[str, str]) -> ReceiptRows:
+        """Put the rows in place atomically, with ``notes`` (who wrote it, its hash) beside
+        them; returns the rows the receipt describes (``rows`` unless the store's are hashed
+        where it keeps them)."""
 
     @abstractmethod
     def discard(self) -> None:
         """Leave nothing of this write behind; the previous data stays as it was."""
 
-    def stored_fingerprint(self) -> Fingerprint:
-        """rows-v1 of the rows as the store holds them after ``commit``; never raises."""
-        return self.fingerprint()
-
     def source_version(self) -> dict[str, Any] | None:
         """The version of the data this write made, for the step's ``source_version`` (a Delta
         table version); None when the store keeps no versions."""
         return None
-
-
-class RowsOf:
-    """A staged write whose rows' hash, schema and view are those of ``self.rows``."""
-
-    rows: Any
-
-    def fingerprint(self) -> Fingerprint:
-        return self.rows.fingerprint()
-
-    def schema_pairs(self) -> list[tuple[str, str]]:
-        return self.rows.schema_pairs()
-
-    def rows_view(self) -> RowsView:
-        return self.rows.rows_view()
 
 
 @dataclass
@@ -179,6 +181,10 @@ class FrameHandler(ABC):
     def accepts(self, obj: Any) -> bool:
         """True when ``obj`` is one of this handler's frames."""
         return self.accepts_type(type(obj))
+
+    @abstractmethod
+    def rows_of(self, obj: Any) -> Rows:
+        """The rows of one of this handler's frames, in memory, without storing anything."""
 
     @abstractmethod
     def stage(self, obj: Any, where: TableSlice, context: Any) -> StagedWrite:

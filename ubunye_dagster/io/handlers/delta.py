@@ -31,7 +31,6 @@ from ubunye_dagster.io.handlers.base import (
     PARTITION_EXPR,
     FrameHandler,
     LoadedFrame,
-    RowsOf,
     StagedWrite,
     TableSlice,
 )
@@ -60,7 +59,7 @@ def partition_predicate(where: TableSlice) -> str | None:
     return equals_predicate(expr, str(partition_key))
 
 
-class DeltaStagedWrite(RowsOf, StagedWrite):
+class DeltaStagedWrite(StagedWrite):
     """An Arrow table waiting to become the next version of a Delta table (or of its partition)."""
 
     format = "delta"
@@ -73,16 +72,15 @@ class DeltaStagedWrite(RowsOf, StagedWrite):
         predicate: str | None,
         storage_options: Mapping[str, Any],
     ):
-        super().__init__(location=str(path))
         # Delta keeps no pandas metadata: an unnamed index is not stored, as rows-v1 ignores it.
         table = arrow_files.without_index_columns(table).replace_schema_metadata(None)
-        self.rows = ArrowRows(table, writer)
+        super().__init__(str(path), ArrowRows(table, writer))
         self.predicate = predicate
         self.storage_options = dict(storage_options)
         self.version: int | None = None
         self.committed_at: str | None = None
 
-    def commit(self, notes: Mapping[str, str]) -> None:
+    def commit(self, notes: Mapping[str, str]) -> ArrowRows:
         with self.write_watch.timing():
             self.version = write_delta(
                 self.rows.table,
@@ -92,6 +90,7 @@ class DeltaStagedWrite(RowsOf, StagedWrite):
                 storage_options=self.storage_options,
             )
         self.committed_at = datetime.now(timezone.utc).isoformat()
+        return self.rows
 
     def discard(self) -> None:
         self.rows = ArrowRows(None, self.rows.writer)  # nothing was written: memory freed
@@ -121,6 +120,9 @@ class DeltaHandler(FrameHandler):
 
     def accepts_type(self, cls: type) -> bool:
         return self.inner.accepts_type(cls)
+
+    def rows_of(self, obj: Any) -> ArrowRows:
+        return self.inner.rows_of(obj)
 
     def stage(self, obj: Any, where: TableSlice, context: Any) -> StagedWrite:
         """Stage ``obj`` as the next version of the table (of the slice's partition's rows)."""

@@ -27,9 +27,9 @@ from ubunye_dagster.io.handlers import arrow_files
 from ubunye_dagster.io.handlers.base import (
     FrameHandler,
     LoadedFrame,
-    RowsOf,
     RowsView,
     StagedWrite,
+    Stopwatch,
     TableSlice,
     type_is,
 )
@@ -97,7 +97,7 @@ class SparkRows:
         return RowsView("spark", self.df, dict(self.schema_pairs()), total)
 
 
-class SparkStagedWrite(RowsOf, StagedWrite):
+class SparkStagedWrite(StagedWrite):
     """Rows Spark has written under a hidden folder beside the target, read back for the hash.
 
     The rows go to ``<hidden folder>/<target name>``: Spark ignores a path whose own name starts
@@ -106,24 +106,22 @@ class SparkStagedWrite(RowsOf, StagedWrite):
     """
 
     def __init__(self, df: Any, path: Any):
-        super().__init__(location=str(path))
         self.path = path
         self.staging = arrow_files.staging_folder(path)
         self.staged = self.staging / path.name
+        watch = Stopwatch()
         spark = df.sparkSession
         try:
-            with (
-                self.write_watch.timing(),
-                session_conf(spark, _TIMESTAMP_TYPE_CONF, "TIMESTAMP_MICROS"),
-            ):
+            with watch.timing(), session_conf(spark, _TIMESTAMP_TYPE_CONF, "TIMESTAMP_MICROS"):
                 df.write.mode("error").parquet(spark_uri(self.staged))
             self.written = spark.read.parquet(spark_uri(self.staged))
         except BaseException:
             self.discard()  # a job that failed midway leaves part files in the staging folder
             raise
-        self.rows = SparkRows(self.written)
+        super().__init__(str(path), SparkRows(self.written))
+        self.write_watch = watch
 
-    def commit(self, notes: Mapping[str, str]) -> None:
+    def commit(self, notes: Mapping[str, str]) -> SparkRows:
         with self.write_watch.timing():
             self.bytes_hash = folder_digest(self.staged.fs, arrow_files.native_path(self.staged))
             sidecar = self.staged / SIDECAR_NAME
@@ -139,6 +137,7 @@ class SparkStagedWrite(RowsOf, StagedWrite):
         with suppress(OSError):
             arrow_files.remove_path(self.staging)
         arrow_files.sweep_dead_staging(self.path)
+        return self.rows
 
     def discard(self) -> None:
         arrow_files.remove_path(self.staging)
@@ -155,6 +154,9 @@ class SparkHandler(FrameHandler):
 
     def accepts_type(self, cls: type) -> bool:
         return type_is(cls, "pyspark", ("DataFrame",))
+
+    def rows_of(self, obj: Any) -> SparkRows:
+        return SparkRows(obj)  # the DataFrame itself, hashed and counted where it lives
 
     def stage(self, obj: Any, where: TableSlice, context: Any) -> StagedWrite:
         return SparkStagedWrite(obj, where.location)

@@ -111,7 +111,7 @@ class InputRead:
         self.session.add_input(
             LoadedInput(step=step, asset_key=asset_text, input_name=self.context.name),
             read_seconds=round(read.loaded.read_seconds, 6),
-            reader=f"{read.handler.kind}-{read.handler.storage}",
+            reader=f"{read.reader}-{read.format}",
         )
         if mismatch is not None:
             raise UnverifiedReadError(mismatch)
@@ -122,7 +122,7 @@ class InputRead:
     ) -> tuple[StepRecord, str | None]:
         """The part's input step: not hashed, proven by its stored bytes, or hashed now and
         verified (with the error message when the step must fail)."""
-        loaded, storage, location = read.loaded, read.handler.storage, str(read.location)
+        loaded, storage, location = read.loaded, read.format, read.location
         if not self.resource.hash_inputs:
             step = StepRecord(
                 name=part.name,
@@ -148,8 +148,8 @@ class InputRead:
             fp,
             name=part.name,
             direction="input",
-            format=read.handler.storage,
-            location=str(read.location),
+            format=read.format,
+            location=read.location,
             hash_seconds=round(time.perf_counter() - started, 6),
             hash_basis=loaded.hash_basis,
             bytes_hash=loaded.bytes_hash,

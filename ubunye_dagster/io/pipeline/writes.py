@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import contextlib
 import time
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -17,7 +16,7 @@ from ubunye_core.materialisations.stored import DATA_HASH_KEY, SCHEMA_HASH_KEY, 
 from ubunye_core.records.model import StepRecord
 from ubunye_dagster import dagster_internals as internals
 from ubunye_dagster.io.handlers import FrameHandler, handler_for_object
-from ubunye_dagster.io.handlers.base import PARTITION_EXPR, StagedWrite
+from ubunye_dagster.io.handlers.base import PARTITION_EXPR, ReceiptRows, StagedWrite
 from ubunye_dagster.io.pipeline.observers import WriteObservers
 from ubunye_dagster.io.storage.base import Part, Storage
 from ubunye_dagster.receipts import subjects
@@ -114,7 +113,7 @@ def add_metadata(
     """The receipt as the materialisation's metadata (the judge's first), and its digest as the
     data version; returns the judgement, whose report follows the metadata."""
     try:
-        pairs = write.staged.schema_pairs()
+        pairs = write.described.schema_pairs()
     except Exception:  # a type rows-v1 has no name for; the hash error already says so
         pairs = None
     partition_key = target.part.partition_key
@@ -185,7 +184,7 @@ class Target:
         """Close the record ``success`` with its output; returns its path and the inputs' keys."""
         self.open_record.record.backend = write.handler.backend
         with contextlib.suppress(Exception):  # a type rows-v1 has no name for: no schema facet
-            self.open_record.schemas[("output", write.step_name)] = write.staged.schema_pairs()
+            self.open_record.schemas[("output", write.step_name)] = write.described.schema_pairs()
         keys = session.fill(
             self.open_record,
             self.inputs,
@@ -207,6 +206,10 @@ class Write:
         self.handler: FrameHandler | None = None
         self.step_name = step_name
         self.staged: StagedWrite | None = None
+        #: The rows the receipt describes, as the writer offered them (staged, or stored).
+        self.described: ReceiptRows | None = None
+        #: True when the writer offered them only once committed: hashed where they are kept.
+        self.hashed_where_stored = False
         self.fp: Fingerprint | None = None
         self.hash_seconds = 0.0
         self.results: list[dict[str, Any]] = []
@@ -220,26 +223,30 @@ class Write:
         context: dg.OutputContext,
         observers: WriteObservers,
     ) -> None:
-        """Stage ``obj`` as ``part`` with the storage's handler for its type, hash it where it
-        is staged and pass it through the gate (NoOutputError for None, TypeError for an object
-        no handler stores, the gate's refusal)."""
+        """Stage ``obj`` as ``part`` with the storage's handler for its type, hash the rows the
+        writer offers as staged and pass them through the gate (NoOutputError for None,
+        TypeError for an object no handler stores, the gate's refusal)."""
         if obj is None:
             raise NoOutputError(self.step_name)
         self.handler = handler_for_object(storage.handlers(), obj)
-        self.staged = self.handler.stage(obj, storage.slice_of(part, self.handler), context)
-        if not self.staged.hashed_after_commit:
-            self.hash_with(self.staged.fingerprint)
+        self.staged = storage.stage(part, self.handler, obj, context)
+        self.describe(self.staged.hashed_as_staged())
         gate = observers.gate
         if gate is not None:
-            self.results = gate.check(context, self.staged.rows_view, self.step_name)
+            self.results = gate.check(context, self.staged.rows.rows_view, self.step_name)
             refusal = gate.refusal(self.step_name, self.results)
             if refusal is not None:
                 raise refusal
 
-    def hash_with(self, fingerprint: Callable[[], Fingerprint]) -> None:
-        """The write's rows-v1 from ``fingerprint``, timed."""
+    def describe(self, rows: ReceiptRows | None, *, stored: bool = False) -> None:
+        """Hash, timed, the first rows the writer offers (``stored``: once committed, where
+        they are kept) as those the receipt describes."""
+        if rows is None or self.described is not None:
+            return
+        self.described = rows
+        self.hashed_where_stored = stored
         started = time.perf_counter()
-        self.fp = fingerprint()
+        self.fp = rows.fingerprint()
         self.hash_seconds = round(time.perf_counter() - started, 6)
 
     def commit(self) -> None:
@@ -251,12 +258,11 @@ class Write:
             if self.fp.data_hash is not None:
                 notes[DATA_HASH_KEY] = self.fp.data_hash
         self._output_step = None  # the commit sets the byte digest the step carries
-        self.staged.commit(notes)
-        if self.staged.hashed_after_commit:
-            self.hash_with(self.staged.stored_fingerprint)
+        self.describe(self.staged.commit(notes), stored=True)
 
     def discard(self) -> None:
-        """Drop what was staged (nothing was written in place)."""
+        """Drop what was staged (nothing was written in place), and the rows with it."""
+        self.described = None
         if self.staged is not None:
             self.staged.discard()
 
@@ -265,7 +271,7 @@ class Write:
         seconds = self.staged.write_watch.seconds if self.staged is not None else 0.0
         if not committed and not seconds:
             return [transform]
-        step = f"Writer:{self.handler.kind}-{self.handler.storage}"
+        step = f"Writer:{self.handler.kind}-{self.staged.format}"
         return [transform, {"step": step, "output": self.step_name, "seconds": round(seconds, 6)}]
 
     def output_step(self) -> StepRecord:
@@ -292,7 +298,7 @@ class Write:
     def log_stored_hash_error(self, context: dg.OutputContext) -> None:
         """A warning when the rows were stored but could not be hashed where they are: the
         step succeeds, and its receipt has no data hash."""
-        if self.staged.hashed_after_commit and self.fp.error is not None:
+        if self.hashed_where_stored and self.fp.error is not None:
             context.log.warning(
                 f"{self.step_name} was stored at {self.staged.location}, but its rows could not "
                 f"be hashed there, so its receipt has no data hash: {self.fp.error}"

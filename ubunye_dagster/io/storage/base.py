@@ -4,13 +4,14 @@ calls, whichever store holds them.
 The pipeline names what it writes or reads as a :class:`Part`: an op's output, an asset, or one
 partition of it. A :class:`Storage` answers with
 
-- ``handlers``: the frame handlers it stores with, one per frame library;
-- ``slice_of``: the :class:`TableSlice` the handler taking an output writes. The handler stages
-  the rows there, the staged write hashes them where they are (``StagedWrite.fingerprint``), and
-  is then committed with the writer's note or discarded, leaving the previous data in place;
+- ``handlers``: the frame handlers of the libraries it stores, one per library;
+- ``stage``: the writer of an output (a ``StagedWrite``), its rows staged where this storage
+  keeps them, or in memory. The pipeline hashes the rows the writer offers, passes the staged
+  rows through its gate, then commits with the writer's note or discards, leaving the previous
+  data in place;
 - ``fetch`` and ``read``: for an input, the parts as this storage loads them (those asked, or
-  fewer when it loads several partitions as one object) and each part's rows, with the handler
-  that hashes them.
+  fewer when it loads several partitions as one object) and each part's rows, with how to hash
+  them.
 """
 
 from __future__ import annotations
@@ -18,12 +19,15 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import dagster as dg
 
-from ubunye_dagster.io.handlers.base import FrameHandler, LoadedFrame, TableSlice
+from ubunye_dagster.io.handlers.base import FrameHandler, LoadedFrame, StagedWrite, TableSlice
 from ubunye_dagster.receipts.materialisations import Materialised
+
+if TYPE_CHECKING:
+    from upath import UPath
 
 
 @dataclass(frozen=True)
@@ -42,7 +46,7 @@ class Part:
     #: True when this is one of several partitions a step reads (returned as a dict).
     one_of_several: bool = False
 
-    def slice_at(self, location: Any) -> TableSlice:
+    def slice_at(self, location: UPath) -> TableSlice:
         """This part's rows kept at ``location``: what every handler is given."""
         return TableSlice(location, self.partition_key, self.partition_expr)
 
@@ -62,14 +66,24 @@ class ReadRequest:
 
 @dataclass
 class StoredRead:
-    """One part's rows as read: the handler that read them, the frame and where they were."""
+    """One part's rows as read: who read them as what, the frame and where they were."""
 
-    handler: FrameHandler
+    #: The reader's frame library (``pandas``, ``spark``...): a handler's ``kind``.
+    reader: str
+    #: What the rows were stored as, for the input step's ``format`` (``parquet``, ``delta``, or
+    #: the name of the IO manager that stored them).
+    format: str
     loaded: LoadedFrame
-    location: Any
+    #: Where the rows were, as the record names it.
+    location: str
     #: False when the rows cannot be held against one recorded digest (several partitions
     #: loaded as one object).
     verifiable: bool = True
+
+    @classmethod
+    def by(cls, handler: FrameHandler, loaded: LoadedFrame, location: Any) -> StoredRead:
+        """What ``handler`` loaded from ``location``, named by its kind and its storage."""
+        return cls(handler.kind, handler.storage, loaded, str(location))
 
 
 class Storage(ABC):
@@ -83,8 +97,9 @@ class Storage(ABC):
         """The frame handlers this storage stores with, the default reader first."""
 
     @abstractmethod
-    def slice_of(self, part: Part, handler: FrameHandler) -> TableSlice:
-        """Where ``handler`` writes ``part``: the slice it stages the rows as."""
+    def stage(self, part: Part, handler: FrameHandler, obj: Any, context: Any) -> StagedWrite:
+        """The writer of ``obj`` (one of ``handler``'s frames) as ``part``; nothing is visible
+        where the part is kept before it commits."""
 
     def fetch(self, context: dg.InputContext, parts: list[Part]) -> list[Part]:
         """The parts of an input as this storage loads them; by default those asked, each read
@@ -93,5 +108,5 @@ class Storage(ABC):
 
     @abstractmethod
     def read(self, context: dg.InputContext, request: ReadRequest) -> StoredRead:
-        """The rows of ``request.part``, with the handler that read them; FileNotFoundError when
-        nothing is stored for it."""
+        """The rows of ``request.part``, with who read them; FileNotFoundError when nothing is
+        stored for it."""

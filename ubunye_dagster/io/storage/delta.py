@@ -13,7 +13,7 @@ from typing import Any
 import dagster as dg
 
 from ubunye_dagster.io.handlers import FrameHandler
-from ubunye_dagster.io.handlers.base import TableSlice
+from ubunye_dagster.io.handlers.base import StagedWrite
 from ubunye_dagster.io.handlers.delta import (
     DeltaHandler,
     delta_handlers,
@@ -42,10 +42,10 @@ class DeltaStorage(Storage):
         """Where ``part``'s Delta table is kept: ``<base_path>/<key parts>.delta``."""
         return self.files.under_base(part.key_path, ".delta")
 
-    def slice_of(self, part: Part, handler: FrameHandler) -> TableSlice:
+    def stage(self, part: Part, handler: FrameHandler, obj: Any, context: Any) -> StagedWrite:
         if isinstance(handler, DeltaHandler):
-            return part.slice_at(self.table_path(part))
-        return self.files.slice_of(part, handler)
+            return handler.stage(obj, part.slice_at(self.table_path(part)), context)
+        return self.files.stage(part, handler, obj, context)
 
     def read(self, context: dg.InputContext, request: ReadRequest) -> StoredRead:
         if stored_at(request.latest) is not None:  # where its writer's receipt says
@@ -55,4 +55,4 @@ class DeltaStorage(Storage):
         if not is_delta_table(table):
             return self.files.read_at(self.files.path(part), context, request)
         args = (self.handlers(), context, request.wanted, self.files.storage_options)
-        return StoredRead(*load_delta_table(part.slice_at(table), *args), table)
+        return StoredRead.by(*load_delta_table(part.slice_at(table), *args), table)

@@ -19,6 +19,7 @@ from ubunye_core.materialisations.stored import WRITER_KEY
 from ubunye_core.paths import is_local
 from ubunye_core.store import encode_name
 from ubunye_dagster.io.handlers import FrameHandler, arrow_files, handler_for_kind, handler_for_type
+from ubunye_dagster.io.handlers.base import StagedWrite
 from ubunye_dagster.io.handlers.delta import is_delta_table, load_delta_table
 from ubunye_dagster.io.storage.base import Part, ReadRequest, Storage, StoredRead
 from ubunye_dagster.receipts.recorded import stored_at
@@ -82,8 +83,8 @@ class FileStorage(Storage):
 
         return UPath(location, **self.storage_options)
 
-    def slice_of(self, part: Part, handler: FrameHandler) -> Any:
-        return part.slice_at(self.path(part))
+    def stage(self, part: Part, handler: FrameHandler, obj: Any, context: Any) -> StagedWrite:
+        return handler.stage(obj, part.slice_at(self.path(part)), context)
 
     def read(self, context: dg.InputContext, request: ReadRequest) -> StoredRead:
         written_at = stored_at(request.latest)  # written elsewhere, where its receipt says
@@ -92,7 +93,7 @@ class FileStorage(Storage):
         path = self.stored_path(written_at)
         if is_delta_table(path):
             args = (self._handlers, context, request.wanted, self.storage_options)
-            return StoredRead(*load_delta_table(request.part.slice_at(path), *args), path)
+            return StoredRead.by(*load_delta_table(request.part.slice_at(path), *args), path)
         return self.read_at(path, context, request)
 
     def read_at(self, path: Any, context: Any, request: ReadRequest) -> StoredRead:
@@ -104,4 +105,4 @@ class FileStorage(Storage):
             handler = handler_for_kind(self._handlers, writer) or self._handlers[0]
         where = request.part.slice_at(path)
         loaded = handler.load(where, context, wanted, digest_with=request.digest_with)
-        return StoredRead(handler, loaded, path)
+        return StoredRead.by(handler, loaded, path)

@@ -17,15 +17,12 @@ from typing import Any
 import dagster as dg
 
 from ubunye_dagster.io.handlers import FrameHandler, LoadedFrame, StagedWrite, default_handlers
-from ubunye_dagster.io.handlers.arrow_backed import ArrowBackedHandler, ArrowRows
-from ubunye_dagster.io.handlers.base import RowsOf, TableSlice
-from ubunye_dagster.io.handlers.pyspark import SparkRows
+from ubunye_dagster.io.handlers.base import ReceiptRows, Rows
 from ubunye_dagster.io.storage.base import Part, ReadRequest, Storage, StoredRead
-from ubunye_dagster.io.storage.warehouse_tables import StoredRows, hash_stated_table, metadata_text
+from ubunye_dagster.io.storage.warehouse_tables import StatedTable, metadata_text
 from ubunye_dagster.receipts.materialisations import Materialised
 from ubunye_dagster.receipts.metadata import URI
 from ubunye_dagster.warehouse.settings import AnyWarehouse
-from ubunye_rows import Fingerprint
 
 
 def stated_location(metadata: Mapping[str, Any], kind: str | None = None) -> str | None:
@@ -41,34 +38,26 @@ def stated_location(metadata: Mapping[str, Any], kind: str | None = None) -> str
     return f"{kind}:{table}" if table and kind else table
 
 
-def rows_in_memory(handler: FrameHandler, obj: Any) -> Any:
-    """A frame's rows as the hash and the rules see them (``fingerprint``, ``schema_pairs``,
-    ``rows_view``), without storing anything."""
-    if isinstance(handler, ArrowBackedHandler):
-        return ArrowRows(handler.to_arrow(obj), handler.kind)
-    return SparkRows(obj)  # Spark: the DataFrame itself, hashed and counted where it lives
-
-
-class HandOver(RowsOf, StagedWrite):
+class HandOver(StagedWrite):
     """An object hashed and checked in memory; committing hands it to the inner IO manager."""
 
     def __init__(
-        self, rows: Any, inner: dg.IOManager, context: Any, obj: Any, where: str, name: str
+        self, rows: Rows, inner: dg.IOManager, context: Any, obj: Any, where: str, name: str
     ):
-        super().__init__(location=where)
+        super().__init__(where, rows)
         self.format = name
-        self.rows = rows
         self.inner = inner
         self.context = context
         self.obj = obj
 
-    def commit(self, notes: Mapping[str, str]) -> None:
+    def commit(self, notes: Mapping[str, str]) -> ReceiptRows:
         # The inner IO manager keeps no notes of ours: reads are verified against Dagster's
         # record of the materialisation instead.
         with self.write_watch.timing():
             self.inner.handle_output(self.context, self.obj)
         metadata = self.context.get_logged_metadata()
         self.location = stated_location(metadata, self.storage_kind()) or self.location
+        return self.rows
 
     def storage_kind(self) -> str | None:
         """The kind of storage the inner writes a table to, when the metadata names none."""
@@ -79,54 +68,38 @@ class HandOver(RowsOf, StagedWrite):
 
 
 class TableHandOver(HandOver):
-    """An object checked in memory and handed to the inner IO manager; its receipt is the
-    table (or partition slice) the inner stored, hashed in ``warehouse`` after the commit."""
+    """An object checked in memory and handed to the inner IO manager; its receipt describes
+    the table (or partition slice) the inner stored, hashed in the warehouse once committed."""
 
-    hashed_after_commit = True
-
-    def __init__(self, handed: HandOver, warehouse: AnyWarehouse, partitioned: bool):
-        """``handed`` hashed in ``warehouse`` once stored; ``partitioned`` when it is one
-        partition (its slice must be stated)."""
-        args = (handed.rows, handed.inner, handed.context, handed.obj, handed.location)
-        super().__init__(*args, handed.format)
+    def __init__(
+        self,
+        rows: Rows,
+        inner: dg.IOManager,
+        context: Any,
+        obj: Any,
+        where: str,
+        name: str,
+        *,
+        warehouse: AnyWarehouse,
+        partitioned: bool,
+    ):
+        """As a :class:`HandOver`, hashed in ``warehouse`` once stored; ``partitioned`` when it
+        is one partition (its slice must be stated)."""
+        super().__init__(rows, inner, context, obj, where, name)
         self.warehouse = warehouse
         self.partitioned = partitioned
-        self.stored: StoredRows | None = None
 
-    def stored_fingerprint(self) -> Fingerprint:
+    def hashed_as_staged(self) -> None:
+        return None  # the receipt describes the stored table, known once committed
+
+    def commit(self, notes: Mapping[str, str]) -> StatedTable:
+        super().commit(notes)
         metadata = self.context.get_logged_metadata()
         stated_by = f"{self.format}'s output metadata"
-        self.stored = hash_stated_table(metadata, self.warehouse, self.partitioned, stated_by)
-        return self.stored.fingerprint
-
-    def fingerprint(self) -> Fingerprint:
-        """The stored rows' rows-v1 (the pipeline asks only after the commit)."""
-        return self.stored.fingerprint if self.stored else self.stored_fingerprint()
+        return StatedTable(metadata, self.warehouse, self.partitioned, stated_by)
 
     def storage_kind(self) -> str | None:
         return self.warehouse.kind
-
-    def schema_pairs(self) -> list[tuple[str, str]]:
-        """The stored columns' rows-v1 types, by name; LookupError before they are hashed."""
-        if self.stored is None or self.stored.schema_pairs is None:
-            raise LookupError(f"the {self.warehouse.kind} table's column types are not known")
-        return self.stored.schema_pairs
-
-
-@dataclass
-class Preloaded:
-    """An object the inner IO manager loaded, standing where a path stands for a Parquet read."""
-
-    frame: Any
-    location: str
-    read_seconds: float
-    #: The writer's materialisation metadata, when the rows are hashed in the warehouse.
-    stated: Mapping[str, Any] | None = None
-    #: Whose metadata ``stated`` is, for errors.
-    stated_by: str = ""
-
-    def __str__(self) -> str:
-        return self.location
 
 
 @dataclass(frozen=True)
@@ -137,55 +110,6 @@ class PreloadedPart(Part):
     read_seconds: float = 0.0
     #: False when the object holds several partitions at once (no single recorded digest).
     verifiable: bool = True
-
-
-class InnerStorageHandler(FrameHandler):
-    """One frame library's rows, stored and loaded by the inner IO manager instead of as
-    Parquet: staging hashes them in memory, loading hashes what the inner IO manager loaded."""
-
-    def __init__(
-        self, frames: FrameHandler, inner: dg.IOManager, name: str, warehouse: AnyWarehouse | None
-    ):
-        self.frames = frames
-        self.inner = inner
-        self.kind = frames.kind
-        self.backend = frames.backend
-        self.storage = name
-        self.warehouse = warehouse
-
-    def accepts_type(self, cls: type) -> bool:
-        return self.frames.accepts_type(cls)
-
-    def stage(self, obj: Any, where: TableSlice, context: Any) -> StagedWrite:
-        rows = rows_in_memory(self.frames, obj)
-        handed = HandOver(rows, self.inner, context, obj, str(where.location), self.storage)
-        if self.warehouse is None:
-            return handed
-        return TableHandOver(handed, self.warehouse, where.partition_key is not None)
-
-    def load(
-        self, where: TableSlice, context: Any, as_type: Any = None, digest_with: str | None = None
-    ) -> LoadedFrame:
-        # The inner IO manager's storage has no bytes of ours to digest: rows are always hashed.
-        preloaded = where.location
-        if self.warehouse is not None and preloaded.stated is not None:
-            warehouse, partitioned = self.warehouse, where.partition_key is not None
-            stated, stated_by = preloaded.stated, preloaded.stated_by
-            return LoadedFrame(
-                frame=preloaded.frame,
-                read_seconds=preloaded.read_seconds,
-                fingerprint=lambda: (
-                    hash_stated_table(stated, warehouse, partitioned, stated_by).fingerprint
-                ),
-                hash_basis="recomputed",  # the table is read again, in the database
-            )
-        rows = rows_in_memory(self.frames, preloaded.frame)
-        return LoadedFrame(
-            frame=preloaded.frame,
-            read_seconds=preloaded.read_seconds,
-            fingerprint=rows.fingerprint,
-            hash_basis="materialised" if self.kind != "spark" else "recomputed",
-        )
 
 
 class InnerIOManagerStorage(Storage):
@@ -205,21 +129,23 @@ class InnerIOManagerStorage(Storage):
         self.inner = inner
         self.name = name
         self.warehouse = warehouse
-        self._handlers = [
-            InnerStorageHandler(frames, inner, name, warehouse)
-            for frames in default_handlers(spark_resource_key)
-        ]
+        self._handlers = default_handlers(spark_resource_key)
 
     def handlers(self) -> list[FrameHandler]:
         return self._handlers
+
+    def stage(self, part: Part, handler: FrameHandler, obj: Any, context: Any) -> StagedWrite:
+        """``obj``'s rows in memory, handed to the inner IO manager on commit."""
+        args = (handler.rows_of(obj), self.inner, context, obj, self.where(part), self.name)
+        if self.warehouse is None:
+            return HandOver(*args)
+        partitioned = part.partition_key is not None
+        return TableHandOver(*args, warehouse=self.warehouse, partitioned=partitioned)
 
     def where(self, part: Part) -> str:
         """Where the inner IO manager keeps a part, until it states it (``Name:a/b[/p]``)."""
         extra = [] if part.partition_key is None else [str(part.partition_key)]
         return f"{self.name}:{'/'.join([*part.key_path, *extra])}"
-
-    def slice_of(self, part: Part, handler: FrameHandler) -> TableSlice:
-        return part.slice_at(self.where(part))
 
     def fetch(self, context: dg.InputContext, parts: list[Part]) -> list[Part]:
         """The input loaded once by the inner IO manager: a part per partition of the mapping it
@@ -254,10 +180,28 @@ class InnerIOManagerStorage(Storage):
                 "cannot hash (pandas, pyarrow, polars or Spark frames)"
             )
         location = self.input_location(part, request.latest)
+        loaded = self.loaded(handler, part, request)
+        return StoredRead(handler.kind, self.name, loaded, location, part.verifiable)
+
+    def loaded(
+        self, handler: FrameHandler, part: PreloadedPart, request: ReadRequest
+    ) -> LoadedFrame:
+        """The object the inner loaded, hashed in the warehouse (the slice its writer stated)
+        or in memory. The inner's storage has no bytes of ours to digest: rows are hashed."""
         stated, stated_by = self.stated(part, request)
-        where = Preloaded(part.frame, location, part.read_seconds, stated, stated_by)
-        loaded = handler.load(part.slice_at(where), context, request.wanted)
-        return StoredRead(handler, loaded, where, verifiable=part.verifiable)
+        if stated is not None:
+            partitioned = part.partition_key is not None
+            rows: ReceiptRows = StatedTable(stated, self.warehouse, partitioned, stated_by)
+            basis = "recomputed"  # the table is read again, in the database
+        else:
+            rows = handler.rows_of(part.frame)
+            basis = "materialised" if handler.kind != "spark" else "recomputed"
+        return LoadedFrame(
+            frame=part.frame,
+            read_seconds=part.read_seconds,
+            fingerprint=rows.fingerprint,
+            hash_basis=basis,
+        )
 
     def input_location(self, part: Part, latest: Materialised | None) -> str:
         """Where the writer's receipt says the input is, else where the inner keeps it."""

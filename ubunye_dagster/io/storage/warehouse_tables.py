@@ -18,6 +18,7 @@ from ubunye_dagster.io.handlers.base import type_is
 from ubunye_dagster.receipts.metadata import plain
 from ubunye_dagster.warehouse.relations import StoredRows, StoredSlice, hash_in_warehouse
 from ubunye_dagster.warehouse.settings import AnyWarehouse, Warehouse
+from ubunye_rows.hashing.digest import Fingerprint
 from ubunye_rows.hashing.fingerprint import failed_fingerprint
 
 #: The select statement Dagster's DbIOManager logs as the output's ``Query`` metadata.
@@ -86,6 +87,38 @@ def hash_stated_table(
     except UnstatedTableError as exc:
         return StoredRows(failed_fingerprint(None, exc))
     return hash_in_warehouse(warehouse, table)
+
+
+class StatedTable:
+    """The rows of the table (or partition slice) an IO manager's metadata states, as a receipt
+    describes them: hashed in the warehouse once, when first asked."""
+
+    def __init__(
+        self,
+        metadata: Mapping[str, Any],
+        warehouse: AnyWarehouse,
+        partitioned: bool,
+        stated_by: str,
+    ):
+        """The slice ``metadata`` (``stated_by``'s) states in ``warehouse``; ``partitioned``
+        when it is one partition (its predicate must be stated)."""
+        self.metadata = metadata
+        self.warehouse = warehouse
+        self.partitioned = partitioned
+        self.stated_by = stated_by
+        self._stored: StoredRows | None = None
+
+    def fingerprint(self) -> Fingerprint:
+        if self._stored is None:
+            args = (self.metadata, self.warehouse, self.partitioned, self.stated_by)
+            self._stored = hash_stated_table(*args)
+        return self._stored.fingerprint
+
+    def schema_pairs(self) -> list[tuple[str, str]]:
+        """The stored columns' rows-v1 types, by name; LookupError before they are hashed."""
+        if self._stored is None or self._stored.schema_pairs is None:
+            raise LookupError(f"the {self.warehouse.kind} table's column types are not known")
+        return self._stored.schema_pairs
 
 
 def is_duckdb_io_manager(inner: Any) -> bool:
