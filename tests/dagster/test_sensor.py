@@ -29,11 +29,11 @@ from ubunye_core.records.drift import INPUTS_CHANGED, INPUTS_UNKNOWN, SAME_INPUT
 from ubunye_core.records.model import RunRecord, StepRecord
 from ubunye_dagster.drift.check_declaration import build_reproducibility_checks
 from ubunye_dagster.drift.check_spec import CHECK_NAME
-from ubunye_dagster.drift.previous_materialisation import evidence_from_metadata
 from ubunye_dagster.drift.run_tags import DRIFT_TAG
 from ubunye_dagster.drift.sensor import DriftCursor, build_drift_sensor
 from ubunye_dagster.drift.wording import NOTHING_NEW
 from ubunye_dagster.receipts import metadata as keys
+from ubunye_dagster.receipts.metadata import RecordedOutput
 
 CODE_V1 = "sha256:" + "1" * 64
 CODE_V2 = "sha256:" + "2" * 64
@@ -722,12 +722,12 @@ def test_the_receipt_is_read_from_the_io_managers_metadata_keys():
         keys.INPUTS: {"orders": {"asset_key": "orders", "data_hash": "sha256:i1"}},
         keys.RECORD_PATH: "/lineage/run.json",
     }
-    evidence = evidence_from_metadata(values)
+    evidence = RecordedOutput.from_metadata(values)
     assert (evidence.data_hash, evidence.hash_method) == ("sha256:d1", "rows-v1")
     assert (evidence.code_hash, evidence.environment_hash) == (CODE_V1, ENV_V1)
     assert evidence.inputs is not None and evidence.inputs["orders"].data_hash == "sha256:i1"
     assert evidence.record_path == "/lineage/run.json"
-    assert evidence_from_metadata({}).inputs is None
+    assert RecordedOutput.from_metadata({}).inputs is None
 
 
 def test_an_unreadable_cursor_is_refused_with_a_clear_error():

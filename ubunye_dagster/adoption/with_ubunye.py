@@ -15,15 +15,15 @@ from typing import Annotated, Any, Literal
 import dagster as dg
 from pydantic import Field, field_validator, model_validator
 
-from ubunye_core.records import drift
 from ubunye_dagster import dagster_internals as internals
 from ubunye_dagster.adoption.error_records import with_error_records
 from ubunye_dagster.automation import adopt as automation_adoption
 from ubunye_dagster.automation.sources import Source
 from ubunye_dagster.checks.expectation_checks import build_expectation_checks
-from ubunye_dagster.drift.check_declaration import build_reproducibility_checks
-from ubunye_dagster.drift.hooks import DEFAULT_HOOK_TIMEOUT_SECONDS, DriftHook, resolve_drift_hook
-from ubunye_dagster.drift.sensor import build_drift_sensor
+from ubunye_dagster.drift.check_declaration import reproducibility_checks
+from ubunye_dagster.drift.hooks import DriftHook, resolve_drift_hook
+from ubunye_dagster.drift.sensor import drift_sensor
+from ubunye_dagster.drift.settings import DriftSensorSettings
 from ubunye_dagster.io.io_manager import UbunyeIOManager
 from ubunye_dagster.receipts.failed_steps import build_failed_steps_sensor
 from ubunye_dagster.resource import UbunyeResource
@@ -38,42 +38,6 @@ RESOURCE_KEY = "ubunye"
 
 def _described(cls: type, name: str) -> str | None:
     return cls.model_fields[name].description  # type: ignore[attr-defined]
-
-
-class DriftSensorSettings(StrictSettings):
-    """The arguments of ``build_drift_sensor`` (the watched assets aside: every asset whose
-    materialisations carry Ubunye metadata)."""
-
-    name: str = "ubunye_drift_sensor"
-    flag_reasons: list[drift.FlagReason] = Field(
-        default_factory=lambda: list(drift.DEFAULT_FLAG_REASONS)
-    )
-    strict_sources: bool = False
-    alert_job: str | None = Field(default=None, description="Name of a job run on each flag.")
-    minimum_interval_seconds: int = 60
-    max_events_per_tick: int = 200
-    tick_time_budget_seconds: float | None = 30.0
-    use_lineage_store: bool = True
-    default_status: Literal["STOPPED", "RUNNING"] = "STOPPED"
-    on_drift_timeout_seconds: float = Field(
-        default=DEFAULT_HOOK_TIMEOUT_SECONDS,
-        description="Seconds a tick waits for its on_drift calls, all together.",
-    )
-
-    def build(
-        self, on_drift: DriftHook | None = None, storage_options: dict[str, Any] | None = None
-    ) -> dg.SensorDefinition:
-        """The drift sensor these settings describe, calling ``on_drift`` on each flag and
-        reading records with ``storage_options`` (the store's, set in ``ReceiptSettings``)."""
-        arguments = self.model_dump(exclude={"default_status"})
-        status = dg.DefaultSensorStatus(self.default_status)
-        return build_drift_sensor(
-            None,
-            default_status=status,
-            on_drift=on_drift,
-            storage_options=storage_options,
-            **arguments,
-        )
 
 
 class ReceiptSettings(StrictSettings):
@@ -165,31 +129,22 @@ class ReceiptSettings(StrictSettings):
         taken = _check_keys(existing)
         checks: list[dg.AssetChecksDefinition] = []
         if self.reproducibility_checks and stored:
-            checks += build_reproducibility_checks(stored, **self._judged_as_the_sensor())
+            # Judged as the drift sensor judges, so both give one verdict.
+            judging = self.drift_sensor or DriftSensorSettings()
+            checks += reproducibility_checks(judging, stored, storage_options=self.storage_options)
         if self.expectation_checks:
             checks += build_expectation_checks(stored)
         checks = [c for c in checks if not (set(c.check_keys) & taken)]
         sensor_names = {s.name for s in (existing.sensors or [])} if existing else set()
-        sensors = (
-            [self.drift_sensor.build(self.on_drift, self.storage_options)]
-            if self.drift_sensor
-            else []
-        )
+        sensors: list[dg.SensorDefinition] = []
+        if self.drift_sensor is not None:
+            sensor = self.drift_sensor
+            sensors.append(drift_sensor(sensor, None, self.on_drift, self.storage_options))
         if self.failed_steps_sensor:
             sensors.append(build_failed_steps_sensor(self.resource()))
         return dg.Definitions(
             asset_checks=checks, sensors=[s for s in sensors if s.name not in sensor_names]
         )
-
-    def _judged_as_the_sensor(self) -> dict[str, Any]:
-        """The reproducibility checks' settings: the drift sensor's, so both give one verdict."""
-        sensor = self.drift_sensor or DriftSensorSettings()
-        return {
-            "flag_reasons": sensor.flag_reasons,
-            "strict_sources": sensor.strict_sources,
-            "use_lineage_store": sensor.use_lineage_store,
-            "storage_options": self.storage_options,
-        }
 
 
 def stored_by_default(assets: Iterable[Any]) -> list[dg.AssetsDefinition]:

@@ -8,29 +8,31 @@ from typing import Any
 
 import dagster as dg
 
-from ubunye_core.locations import StoreAccess
-from ubunye_core.records import drift
 from ubunye_dagster import dagster_internals as internals
 from ubunye_dagster.checks.expectations import validate_declared_expectations
 from ubunye_dagster.drift.check_spec import (
     CHECK_NAME,
     CHECK_SETTINGS,
-    CheckSettings,
     CoercibleToWatchedAsset,
     declared_deterministic,
     watched_asset_keys,
 )
 from ubunye_dagster.drift.sensor import judge_latest
-from ubunye_dagster.drift.settings import DriftSettings
+from ubunye_dagster.drift.settings import DriftJudging, DriftSettings
+
+#: The name of the checks' step (its op) unless given another.
+CHECKS_NAME = "ubunye_reproducibility_checks"
+#: The judging settings a check is declared with unless given others.
+_DEFAULT = DriftJudging()
 
 
 def build_reproducibility_checks(
     assets: Iterable[CoercibleToWatchedAsset],
     *,
-    name: str = "ubunye_reproducibility_checks",
-    flag_reasons: Iterable[str] = drift.DEFAULT_FLAG_REASONS,
-    strict_sources: bool = False,
-    use_lineage_store: bool = True,
+    name: str = CHECKS_NAME,
+    flag_reasons: Iterable[str] = _DEFAULT.flag_reasons,
+    strict_sources: bool = _DEFAULT.strict_sources,
+    use_lineage_store: bool = _DEFAULT.use_lineage_store,
     storage_options: Mapping[str, Any] | None = None,
 ) -> list[dg.AssetChecksDefinition]:
     """Declare the `ubunye_reproducible` check on each asset, so the UI shows its verdicts.
@@ -40,15 +42,26 @@ def build_reproducibility_checks(
     step judged, and executed by hand the asset's latest materialisation. The drift sensor
     reports the same verdicts for every materialisation; records are read with `storage_options`.
     """
-    assets = list(assets)
-    validate_declared_expectations(assets)
-    settings = DriftSettings(
+    judging = DriftJudging(
         flag_reasons=flag_reasons,
         strict_sources=strict_sources,
-        deterministic_keys=declared_deterministic(assets),
         use_lineage_store=use_lineage_store,
-        access=StoreAccess(storage_options=dict(storage_options or {})),
     )
+    return reproducibility_checks(judging, assets, name=name, storage_options=storage_options)
+
+
+def reproducibility_checks(
+    judging: DriftJudging,
+    assets: Iterable[CoercibleToWatchedAsset],
+    *,
+    name: str = CHECKS_NAME,
+    storage_options: Mapping[str, Any] | None = None,
+) -> list[dg.AssetChecksDefinition]:
+    """`build_reproducibility_checks` judging as ``judging`` says (the drift sensor's settings,
+    for one verdict from both)."""
+    assets = list(assets)
+    validate_declared_expectations(assets)
+    settings = DriftSettings.of_terms(judging, declared_deterministic(assets), storage_options)
     specs = [
         dg.AssetCheckSpec(
             CHECK_NAME,
@@ -57,7 +70,7 @@ def build_reproducibility_checks(
                 "Reproducible: the data does not change unless the code, the environment or an "
                 "input did (judged as the Ubunye drift sensor judges)."
             ),
-            metadata={CHECK_SETTINGS: CheckSettings.of_asset(settings, key).model_dump()},
+            metadata={CHECK_SETTINGS: settings.check_metadata(key.to_user_string())},
         )
         for key in watched_asset_keys(assets)
     ]

@@ -24,7 +24,6 @@ from ubunye_dagster.drift.settings import DriftSettings
 from ubunye_dagster.drift.wording import finding_description
 from ubunye_dagster.receipts import metadata as metadata_keys
 from ubunye_dagster.receipts.metadata import plain
-from ubunye_dagster.strict_fields import StrictSettings
 
 #: Name of the asset check the sensor reports on every watched asset.
 CHECK_NAME = "ubunye_reproducible"
@@ -111,43 +110,13 @@ def check_evaluation_for(
     )
 
 
-class CheckSettings(StrictSettings):
-    """How one asset's ``ubunye_reproducible`` check judges it, as its spec's metadata holds it
-    (the UI shows it; the store's options stay out)."""
-
-    flag_reasons: list[str]
-    strict_sources: bool
-    use_lineage_store: bool
-    #: The asset declares ``ubunye/deterministic``: judged strictly whatever it reads.
-    deterministic: bool
-
-    @classmethod
-    def of_asset(cls, settings: DriftSettings, key: dg.AssetKey) -> CheckSettings:
-        """The check settings of one asset under the drift ``settings``."""
-        return cls(
-            flag_reasons=list(settings.flag_reasons),
-            strict_sources=settings.strict_sources,
-            use_lineage_store=settings.use_lineage_store,
-            deterministic=key.to_user_string() in settings.deterministic_keys,
-        )
-
-    def drift_settings(self, key: dg.AssetKey) -> DriftSettings:
-        """The drift settings the check judges asset ``key`` with."""
-        return DriftSettings(
-            flag_reasons=self.flag_reasons,
-            strict_sources=self.strict_sources,
-            use_lineage_store=self.use_lineage_store,
-            deterministic_keys=frozenset({key.to_user_string()}) if self.deterministic else (),
-        )
-
-
 def check_settings_of(spec: dg.AssetCheckSpec) -> DriftSettings | None:
     """How a `ubunye_reproducible` check declared by `build_reproducibility_checks` judges its
     asset (from the spec's metadata); None for a check declared otherwise."""
     found = plain((spec.metadata or {}).get(CHECK_SETTINGS))
     if spec.key.name != CHECK_NAME or not isinstance(found, Mapping):
         return None
-    return CheckSettings.model_validate(found).drift_settings(spec.asset_key)
+    return DriftSettings.of_check_metadata(found, spec.asset_key.to_user_string())
 
 
 def configured_settings(

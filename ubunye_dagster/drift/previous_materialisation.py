@@ -1,12 +1,10 @@
-"""The previous materialisation of an asset and partition in the Dagster event log, the receipt
-an event log record carries (its metadata and tags, filled from its run record), and a receipt
-judged against its predecessor: what the drift sensor, its check and the write path share."""
+"""A receipt judged against its predecessor, the previous materialisation of the same asset and
+partition in the Dagster event log, each receipt filled from its run record where its metadata
+lacks something: what the drift sensor, its check and the write path share."""
 
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
-from typing import Any
 
 import dagster as dg
 from pydantic import BaseModel, ConfigDict
@@ -14,18 +12,12 @@ from pydantic import BaseModel, ConfigDict
 from ubunye_core.locations import StoreAccess
 from ubunye_core.records import drift
 from ubunye_core.records.model import RunRecord
-from ubunye_dagster.dagster_internals import (
-    CODE_VERSION_TAG,
-    INPUT_DATA_VERSION_TAG_PREFIX,
-    StepExecutionContext,
-)
+from ubunye_dagster.dagster_internals import StepExecutionContext
 from ubunye_dagster.drift.settings import DriftSettings
-from ubunye_dagster.receipts import metadata as metadata_keys
 from ubunye_dagster.receipts.materialisations import (
-    metadata_values,
     newest_materialisation,
     previous_materialisation,
-    tags_of,
+    recorded_output,
 )
 
 
@@ -68,7 +60,7 @@ def judge_before_storage(
         previous = previous_materialisation(step_context, key, partition)
     else:
         previous = newest_materialisation(instance, key, partition)
-    previous_receipt = receipt_of(previous, settings, records_cache, notes)
+    previous_receipt = filled_receipt_of(previous, settings, records_cache, notes)
     where = (None, run_id, time.time())
     return finding_against(
         key, partition, where, receipt, previous, previous_receipt, settings, notes
@@ -108,27 +100,17 @@ def finding_against(
     )
 
 
-def receipt_of(
+def filled_receipt_of(
     record: dg.EventLogRecord | None,
     settings: DriftSettings,
     records_cache: dict[str, RunRecord | None],
     notes: list[str],
 ) -> drift.DriftEvidence | None:
-    """The receipt an event log record's materialisation carries (None for no record)."""
+    """The receipt an event log record's materialisation carries, filled from its run record
+    (None for no record)."""
     if record is None:
         return None
-    return receipt_from(metadata_values(record), tags_of(record), settings, records_cache, notes)
-
-
-def receipt_from(
-    values: Mapping[str, Any],
-    tags: Mapping[str, str],
-    settings: DriftSettings,
-    records_cache: dict[str, RunRecord | None],
-    notes: list[str],
-) -> drift.DriftEvidence:
-    """The receipt from metadata and tags; the run record fills only what the metadata lacks."""
-    return filled_receipt(evidence_from_metadata(values, tags), settings, records_cache, notes)
+    return filled_receipt(recorded_output(record), settings, records_cache, notes)
 
 
 def filled_receipt(
@@ -157,36 +139,3 @@ def read_run_record(path: str, notes: list[str], access: StoreAccess) -> RunReco
     except (OSError, ValueError) as error:
         notes.append(f"run record {path} unreadable: {type(error).__name__}: {error}")
         return None
-
-
-def evidence_from_metadata(
-    values: Mapping[str, Any], tags: Mapping[str, str] | None = None
-) -> drift.DriftEvidence:
-    """A receipt's drift evidence from materialisation metadata unwrapped to plain values, and
-    the upstream data versions Dagster tagged the materialisation with."""
-    return drift.DriftEvidence(
-        data_hash=_text_or_none(values.get(metadata_keys.DATA_HASH)),
-        hash_method=_text_or_none(values.get(metadata_keys.HASH_METHOD)),
-        hash_error=_text_or_none(values.get(metadata_keys.HASH_ERROR)),
-        code_hash=_text_or_none(values.get(metadata_keys.CODE_HASH)),
-        environment_hash=_text_or_none(values.get(metadata_keys.ENVIRONMENT_HASH)),
-        config_hash=_text_or_none(values.get(metadata_keys.CONFIG_HASH)),
-        inputs=drift.inputs_from_document(values.get(metadata_keys.INPUTS)),
-        upstream_versions=upstream_versions_from_tags(tags or {}),
-        deterministic=values.get(metadata_keys.DETERMINISTIC) is True,
-        record_path=_text_or_none(values.get(metadata_keys.RECORD_PATH)),
-    )
-
-
-def upstream_versions_from_tags(tags: Mapping[str, str]) -> dict[str, str] | None:
-    """`{upstream asset key: data version}` from a materialisation's tags (one tag per upstream,
-    `<prefix>/<asset key>`); None when the materialisation was not made in a step, which its
-    missing code version tag shows (Dagster then records no upstreams)."""
-    if CODE_VERSION_TAG not in tags:
-        return None
-    prefix = INPUT_DATA_VERSION_TAG_PREFIX + "/"
-    return {name[len(prefix) :]: value for name, value in tags.items() if name.startswith(prefix)}
-
-
-def _text_or_none(value: Any) -> str | None:
-    return None if value is None or value == "" else str(value)

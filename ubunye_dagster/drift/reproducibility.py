@@ -22,12 +22,8 @@ from ubunye_core.locations import StoreAccess
 from ubunye_core.records import drift
 from ubunye_dagster import dagster_internals as internals
 from ubunye_dagster.drift.check_spec import CHECK_NAME, check_evaluation_for, check_settings_of
-from ubunye_dagster.drift.previous_materialisation import (
-    Finding,
-    evidence_from_metadata,
-    judge_before_storage,
-)
-from ubunye_dagster.receipts.metadata import plain
+from ubunye_dagster.drift.previous_materialisation import Finding, judge_before_storage
+from ubunye_dagster.receipts.metadata import RecordedOutput
 from ubunye_dagster.receipts.per_run import PerRun
 
 #: The planned checks of this process's latest runs, by run id (a run's steps run in one process
@@ -119,8 +115,7 @@ def _receipt(context: dg.OutputContext, entries: Mapping[str, Any]) -> drift.Dri
     then what was logged already, which keeps its value when the entries are added) and the
     upstream data versions Dagster will tag it with."""
     metadata = {**context.output_metadata, **entries, **context.get_logged_metadata()}
-    values = {name: plain(value) for name, value in metadata.items()}
     versions = internals.upstream_data_versions(context.step_context, context.asset_key)
-    return evidence_from_metadata(values).model_copy(
+    return RecordedOutput.from_metadata(metadata).model_copy(
         update={"upstream_versions": drift.upstream_versions_from(versions)}
     )

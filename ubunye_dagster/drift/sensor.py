@@ -19,7 +19,6 @@ from typing import Any
 import dagster as dg
 from pydantic import BaseModel, ConfigDict
 
-from ubunye_core.locations import StoreAccess
 from ubunye_core.records import drift
 from ubunye_core.records.model import RunRecord
 from ubunye_dagster.checks.expectations import validate_declared_expectations
@@ -40,7 +39,6 @@ from ubunye_dagster.drift.event_pages import (
     pending_records,
 )
 from ubunye_dagster.drift.hooks import (
-    DEFAULT_HOOK_TIMEOUT_SECONDS,
     DriftHook,
     DriftVerdict,
     notify_drift,
@@ -48,13 +46,12 @@ from ubunye_dagster.drift.hooks import (
 )
 from ubunye_dagster.drift.previous_materialisation import (
     Finding,
-    evidence_from_metadata,
+    filled_receipt,
+    filled_receipt_of,
     finding_against,
-    receipt_from,
-    receipt_of,
 )
 from ubunye_dagster.drift.run_tags import alert_request, tag_drifted_runs
-from ubunye_dagster.drift.settings import DriftSettings
+from ubunye_dagster.drift.settings import DriftSensorSettings, DriftSettings
 from ubunye_dagster.drift.wording import (
     NOTHING_NEW,
     flag_line,
@@ -65,8 +62,14 @@ from ubunye_dagster.drift.wording import (
 from ubunye_dagster.receipts.materialisations import (
     metadata_values,
     newest_materialisation,
+    recorded_output,
     tags_of,
 )
+from ubunye_dagster.receipts.metadata import RecordedOutput
+
+#: The sensor's settings when given no others: their defaults, declared on the model.
+_DEFAULT = DriftSensorSettings()
+_DEFAULT_STATUS = dg.DefaultSensorStatus(_DEFAULT.default_status)
 
 
 class DriftCursor(BaseModel):
@@ -124,21 +127,19 @@ def judge_pending_materialisations(
             break
         last_looked_at = record.storage_id
         values = metadata_values(record)
+        receipt = RecordedOutput.from_metadata(values, tags_of(record))
+        where = (materialised_asset_key(record), record.partition_key)
         if record.storage_id in reported:
             # Judged by a tick whose verdicts were stored but not its cursor (the daemon ended
             # in between): remembered as the next one's predecessor, not judged or told again.
-            receipt = receipt_from(values, tags_of(record), settings, records_cache, [])
-            latest[(materialised_asset_key(record), record.partition_key)] = (record, receipt)
+            latest[where] = (record, filled_receipt(receipt, settings, records_cache, []))
             continue
         if asset_keys is None and not drift.carries_ubunye_metadata(values):
             # Remembered all the same: a later receipt's predecessor is this record, as it
             # would be if looked up in the event log.
-            latest[(materialised_asset_key(record), record.partition_key)] = (
-                record,
-                evidence_from_metadata(values, tags_of(record)),
-            )
+            latest[where] = (record, receipt)
             continue
-        findings.append(_judge_record(instance, record, values, settings, latest, records_cache))
+        findings.append(_judge_record(instance, record, receipt, settings, latest, records_cache))
     return findings, DriftCursor(after_storage_id=last_looked_at)
 
 
@@ -149,7 +150,7 @@ def evaluate_drift_tick(
     *,
     alert: bool,
     on_drift: DriftHook | None = None,
-    sensor_name: str = "ubunye_drift_sensor",
+    sensor_name: str = _DEFAULT.name,
 ) -> dg.SensorResult:
     """One tick of the drift sensor: judge what is new, tag and report what drifted, name each
     flag on the tick, and hand each flagged verdict to `on_drift` once."""
@@ -212,17 +213,17 @@ def verdict_of(finding: Finding, flag_reasons: Iterable[str], sensor_name: str) 
 def build_drift_sensor(
     assets: Iterable[CoercibleToWatchedAsset] | None = None,
     *,
-    name: str = "ubunye_drift_sensor",
-    flag_reasons: Iterable[str] = drift.DEFAULT_FLAG_REASONS,
-    strict_sources: bool = False,
+    name: str = _DEFAULT.name,
+    flag_reasons: Iterable[str] = _DEFAULT.flag_reasons,
+    strict_sources: bool = _DEFAULT.strict_sources,
     alert_job: dg.JobDefinition | UnresolvedAssetJobDefinition | str | None = None,
-    minimum_interval_seconds: int = 60,
-    max_events_per_tick: int = 200,
-    tick_time_budget_seconds: float | None = 30.0,
-    use_lineage_store: bool = True,
-    default_status: dg.DefaultSensorStatus = dg.DefaultSensorStatus.STOPPED,
+    minimum_interval_seconds: int = _DEFAULT.minimum_interval_seconds,
+    max_events_per_tick: int = _DEFAULT.max_events_per_tick,
+    tick_time_budget_seconds: float | None = _DEFAULT.tick_time_budget_seconds,
+    use_lineage_store: bool = _DEFAULT.use_lineage_store,
+    default_status: dg.DefaultSensorStatus = _DEFAULT_STATUS,
     on_drift: DriftHook | str | None = None,
-    on_drift_timeout_seconds: float = DEFAULT_HOOK_TIMEOUT_SECONDS,
+    on_drift_timeout_seconds: float = _DEFAULT.on_drift_timeout_seconds,
     storage_options: Mapping[str, Any] | None = None,
 ) -> dg.SensorDefinition:
     """A sensor that judges every new materialisation of the watched assets for drift.
@@ -234,30 +235,51 @@ def build_drift_sensor(
     `on_drift_timeout_seconds` a tick. `strict_sources` judges assets that read no asset strictly,
     as `ubunye/deterministic` does; records are read with `storage_options`.
     """
-    assets = None if assets is None else list(assets)
-    validate_declared_expectations(assets or ())
-    settings = DriftSettings(
+    sensor = DriftSensorSettings(
+        name=name,
         flag_reasons=flag_reasons,
         strict_sources=strict_sources,
-        deterministic_keys=declared_deterministic(assets or ()),
+        alert_job=alert_job if isinstance(alert_job, str) else None,
+        minimum_interval_seconds=minimum_interval_seconds,
         max_events_per_tick=max_events_per_tick,
         tick_time_budget_seconds=tick_time_budget_seconds,
         use_lineage_store=use_lineage_store,
+        default_status=dg.DefaultSensorStatus(default_status).value,
         on_drift_timeout_seconds=on_drift_timeout_seconds,
-        access=StoreAccess(storage_options=dict(storage_options or {})),
     )
+    job = None if isinstance(alert_job, str) else alert_job
+    return drift_sensor(sensor, assets, on_drift, storage_options, alert_job=job)
+
+
+def drift_sensor(
+    sensor: DriftSensorSettings,
+    assets: Iterable[CoercibleToWatchedAsset] | None = None,
+    on_drift: DriftHook | str | None = None,
+    storage_options: Mapping[str, Any] | None = None,
+    alert_job: dg.JobDefinition | UnresolvedAssetJobDefinition | None = None,
+) -> dg.SensorDefinition:
+    """The drift sensor ``sensor`` describes (`build_drift_sensor`), its alert job given as a
+    definition in ``alert_job`` or by name in the settings."""
+    assets = None if assets is None else list(assets)
+    validate_declared_expectations(assets or ())
+    deterministic = declared_deterministic(assets or ())
+    settings = DriftSettings.of_terms(sensor, deterministic, storage_options)
     asset_keys = None if assets is None else watched_asset_keys(assets)
     evaluate = _tick_function(
-        settings, asset_keys, alert_job is not None, resolve_drift_hook(on_drift), name
+        settings,
+        asset_keys,
+        alert_job is not None or sensor.alert_job is not None,
+        resolve_drift_hook(on_drift),
+        sensor.name,
     )
     return dg.SensorDefinition(
-        name=name,
+        name=sensor.name,
         evaluation_fn=evaluate,
-        minimum_interval_seconds=minimum_interval_seconds,
+        minimum_interval_seconds=sensor.minimum_interval_seconds,
         description=sensor_description(asset_keys, settings),
-        job=None if isinstance(alert_job, str) else alert_job,
-        job_name=alert_job if isinstance(alert_job, str) else None,
-        default_status=default_status,
+        job=alert_job,
+        job_name=sensor.alert_job if alert_job is None else None,
+        default_status=dg.DefaultSensorStatus(sensor.default_status),
     )
 
 
@@ -281,12 +303,13 @@ def _tick_function(
 def _judge_record(
     instance: dg.DagsterInstance,
     record: dg.EventLogRecord,
-    values: Mapping[str, Any],
+    receipt: drift.DriftEvidence,
     settings: DriftSettings,
     latest: dict[tuple[dg.AssetKey, str | None], tuple[dg.EventLogRecord, drift.DriftEvidence]],
     records_cache: dict[str, RunRecord | None],
 ) -> Finding:
-    """Judge one materialisation; `latest` remembers this tick's receipts per asset and partition.
+    """Judge one materialisation (``receipt``: what its metadata and tags say); `latest`
+    remembers this tick's receipts per asset and partition.
 
     Records are judged in storage-id order and a tick holds every materialisation between the
     cursor and its last record, so a remembered receipt is always the true predecessor.
@@ -294,13 +317,13 @@ def _judge_record(
     key = materialised_asset_key(record)
     partition = record.partition_key
     notes: list[str] = []
-    receipt = receipt_from(values, tags_of(record), settings, records_cache, notes)
+    receipt = filled_receipt(receipt, settings, records_cache, notes)
     remembered = latest.get((key, partition))
     if remembered is not None:
         previous, previous_receipt = remembered
     else:
         previous = newest_materialisation(instance, key, partition, record.storage_id)
-        previous_receipt = receipt_of(previous, settings, records_cache, notes)
+        previous_receipt = filled_receipt_of(previous, settings, records_cache, notes)
     latest[(key, partition)] = (record, receipt)
     return finding_against(
         key,
@@ -328,7 +351,7 @@ def judge_latest(
             metadata={"ubunye/verdict": drift.JudgementVerdict.NOT_JUDGED.value},
         )
     record = latest[0]
-    finding = _judge_record(instance, record, metadata_values(record), settings, {}, {})
+    finding = _judge_record(instance, record, recorded_output(record), settings, {}, {})
     evaluation = check_evaluation_for(finding, settings.flag_reasons, settings.access)
     return dg.AssetCheckResult(
         asset_key=key,

@@ -1,7 +1,7 @@
 """Reading a receipt back: the one lookup of an asset (partition)'s newest materialisation in the
 Dagster event log (asked once per run for the unpartitioned assets a process's steps write), its
-metadata and tags as plain values (``metadata.py`` writes them), and the materialisations this
-process's steps made, which a later step of the same run reads instead."""
+metadata and tags as plain values and its receipt (``metadata.py`` writes and reads them), and the
+materialisations this process's steps made, which a later step of the same run reads instead."""
 
 from __future__ import annotations
 
@@ -11,8 +11,9 @@ from typing import Any
 
 import dagster as dg
 
+from ubunye_core.locations import StoreAccess
 from ubunye_dagster import dagster_internals as internals
-from ubunye_dagster.receipts.metadata import plain
+from ubunye_dagster.receipts.metadata import RecordedOutput, plain
 from ubunye_dagster.receipts.per_run import PerRun
 
 
@@ -102,6 +103,51 @@ def materialised_of(record: dg.EventLogRecord | None) -> Materialised | None:
     if record is None or record.asset_materialization is None:
         return None
     return Materialised(record.run_id, metadata_values(record))
+
+
+def recorded_output(record: dg.EventLogRecord) -> RecordedOutput:
+    """The receipt an event log record's materialisation carries: its metadata and tags."""
+    return RecordedOutput.from_metadata(metadata_values(record), tags_of(record))
+
+
+def latest_materialisation(
+    context: dg.InputContext,
+    asset_key: dg.AssetKey | None,
+    partition_key: str | None,
+    run_id: str | None = None,
+) -> Materialised | None:
+    """The asset's (partition's) latest materialisation, as an input reads it: the one a step of
+    run ``run_id`` made in this process, else Dagster's, if it can be asked."""
+    if asset_key is None:
+        return None
+    written = written_in_run(run_id, asset_key, partition_key) if run_id else None
+    if written is not None:
+        return written
+    try:
+        return materialised_of(newest_materialisation(context.instance, asset_key, partition_key))
+    except Exception:  # an instance that cannot be asked (a context built in a test)
+        return None
+
+
+def receipt_of(
+    latest: Materialised | None,
+    asset_key: dg.AssetKey | None,
+    access: StoreAccess | None = None,
+) -> RecordedOutput | None:
+    """The receipt a read holds the asset's rows against: the one ``latest`` (its
+    materialisation) holds, its record opened through ``access``; None without a data hash."""
+    if latest is None or asset_key is None:
+        return None
+    receipt = RecordedOutput.from_metadata(latest.metadata)
+    if receipt.data_hash is None:
+        return None
+    source = f"Dagster's materialisation of {asset_key.to_user_string()} (run {latest.run_id})"
+    return receipt.model_copy(update={"source": source, "access": access or StoreAccess()})
+
+
+def stored_at(latest: Materialised | None) -> str | None:
+    """Where a materialisation written outside the IO manager says its rows are, if it does."""
+    return RecordedOutput.from_metadata(latest.metadata).stored_at if latest is not None else None
 
 
 #: The newest materialisation, when the run's first step in this process asked, of each

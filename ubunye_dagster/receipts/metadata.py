@@ -1,8 +1,9 @@
-"""The receipt as Dagster metadata: fixed key names and a run record's output -> metadata entries.
+"""The receipt as Dagster metadata, both ways: fixed key names, a run record's output -> metadata
+entries, and those entries (with the materialisation's tags) read back as a `RecordedOutput`.
 
-The drift sensor and the end-to-end test read these keys, so they never change meaning. A value
-that is not known is left out (never filled with a stand-in): a failed hash shows
-``ubunye/hash_error`` and no ``ubunye/data_hash``.
+The drift sensor, a verified read and the end-to-end test read these keys, so they never change
+meaning. A value that is not known is left out (never filled with a stand-in): a failed hash
+shows ``ubunye/hash_error`` and no ``ubunye/data_hash``.
 """
 
 from __future__ import annotations
@@ -11,10 +12,15 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 import dagster as dg
+from pydantic import Field
 
+from ubunye_core.locations import StoreAccess
+from ubunye_core.materialisations.byte_digest import algorithm_of
+from ubunye_core.records import drift
 from ubunye_core.records.drift import DETERMINISTIC_VARIABLE
-from ubunye_core.records.model import RunRecord, StepRecord
-from ubunye_core.records.sketches import step_sketch
+from ubunye_core.records.model import SKETCH_FIELD, RunRecord, StepRecord
+from ubunye_core.records.sketches import recorded_sketch, step_sketch
+from ubunye_dagster.dagster_internals import CODE_VERSION_TAG, INPUT_DATA_VERSION_TAG_PREFIX
 
 DATA_HASH = "ubunye/data_hash"
 SCHEMA_HASH = "ubunye/schema_hash"
@@ -172,3 +178,89 @@ def output_metadata(
     if schema_pairs:
         entries[COLUMN_SCHEMA] = dg.MetadataValue.table_schema(column_schema(schema_pairs))
     return entries
+
+
+class RecordedOutput(drift.DriftEvidence):
+    """A receipt read back from a materialisation's metadata and tags: the evidence its drift is
+    judged by, and what a read of its rows is held against."""
+
+    schema_hash: str | None = None
+    row_count: int | None = None
+    bytes_hash: str | None = None
+    #: Where rows written outside the IO manager were stored, when they were.
+    stored_at: str | None = None
+    #: Who recorded it, for messages ("Dagster's materialisation of x (run ...)").
+    source: str = "Dagster's materialisation"
+    #: How its run record is opened (the store's options).
+    access: StoreAccess = Field(default_factory=StoreAccess, repr=False)
+
+    @classmethod
+    def from_metadata(
+        cls, metadata: Mapping[str, Any], tags: Mapping[str, str] | None = None
+    ) -> RecordedOutput:
+        """The receipt ``output_metadata`` wrote (entries plain or as metadata values), with the
+        upstream data versions Dagster tagged the materialisation with."""
+        values = {key: plain(value) for key, value in metadata.items()}
+        row_count = values.get(ROW_COUNT)
+        return cls(
+            data_hash=_text_or_none(values.get(DATA_HASH)),
+            schema_hash=_text_or_none(values.get(SCHEMA_HASH)),
+            row_count=int(row_count) if row_count is not None else None,
+            hash_method=_text_or_none(values.get(HASH_METHOD)),
+            hash_error=_text_or_none(values.get(HASH_ERROR)),
+            bytes_hash=_text_or_none(values.get(BYTES_HASH)),
+            code_hash=_text_or_none(values.get(CODE_HASH)),
+            environment_hash=_text_or_none(values.get(ENVIRONMENT_HASH)),
+            config_hash=_text_or_none(values.get(CONFIG_HASH)),
+            inputs=drift.inputs_from_document(values.get(INPUTS)),
+            upstream_versions=upstream_versions_from_tags(tags or {}),
+            deterministic=values.get(DETERMINISTIC) is True,
+            record_path=_text_or_none(values.get(RECORD_PATH)),
+            stored_at=_text_or_none(values.get(STORED_AT)),
+        )
+
+    def bytes_algorithm(self) -> str | None:
+        """The algorithm to digest the stored bytes with, when a matching digest would prove the
+        whole receipt (byte digest, rows-v1 digest, schema hash, row count and method)."""
+        if None in (self.data_hash, self.schema_hash, self.row_count, self.hash_method):
+            return None
+        return algorithm_of(self.bytes_hash)
+
+    def proven_input(self, name: str, storage: str, location: str, seconds: float) -> StepRecord:
+        """The input step of stored bytes found to hash to this receipt's byte digest (in
+        ``seconds``): the recorded digest, proven by the bytes, the rows not hashed again."""
+        step = StepRecord(
+            name=name,
+            direction="input",
+            format=storage,
+            location=location,
+            row_count=self.row_count,
+            schema_hash=self.schema_hash,
+            data_hash=self.data_hash,
+            hash_method=self.hash_method,
+            hash_seconds=round(seconds, 6),
+            hash_basis="stored-bytes",
+            bytes_hash=self.bytes_hash,
+        )
+        step.source_note = (
+            f"verified: its stored bytes hash to the byte digest recorded by {self.source}, so "
+            "its rows are those of the recorded digest (not hashed again)"
+        )
+        sketch = recorded_sketch(self.record_path, self.data_hash, self.access)
+        if sketch is not None:  # so the digest still combines with others
+            setattr(step, SKETCH_FIELD, sketch)
+        return step
+
+
+def upstream_versions_from_tags(tags: Mapping[str, str]) -> dict[str, str] | None:
+    """`{upstream asset key: data version}` from a materialisation's tags (one tag per upstream,
+    `<prefix>/<asset key>`); None when the materialisation was not made in a step, which its
+    missing code version tag shows (Dagster then records no upstreams)."""
+    if CODE_VERSION_TAG not in tags:
+        return None
+    prefix = INPUT_DATA_VERSION_TAG_PREFIX + "/"
+    return {name[len(prefix) :]: value for name, value in tags.items() if name.startswith(prefix)}
+
+
+def _text_or_none(value: Any) -> str | None:
+    return None if value is None or value == "" else str(value)

@@ -15,7 +15,8 @@ from ubunye_core.records.model import StepRecord
 from ubunye_core.records.sketches import combined_input_step
 from ubunye_dagster.io.handlers.base import PARTITION_EXPR
 from ubunye_dagster.io.storage.base import Part, ReadRequest, Storage, StoredRead
-from ubunye_dagster.receipts.recorded import RecordedOutput, latest_materialisation, receipt_of
+from ubunye_dagster.receipts.materialisations import latest_materialisation, receipt_of
+from ubunye_dagster.receipts.metadata import RecordedOutput
 from ubunye_dagster.receipts.records import PipelineSettings
 from ubunye_dagster.receipts.session import LoadedInput, StepSession
 

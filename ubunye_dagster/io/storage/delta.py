@@ -22,7 +22,7 @@ from ubunye_dagster.io.handlers.delta import (
 )
 from ubunye_dagster.io.storage.base import Part, ReadRequest, Storage, StoredRead
 from ubunye_dagster.io.storage.files import FileStorage
-from ubunye_dagster.receipts.recorded import stored_at
+from ubunye_dagster.receipts.materialisations import stored_at
 
 
 class DeltaStorage(Storage):

@@ -22,7 +22,7 @@ from ubunye_dagster.io.handlers import FrameHandler, arrow_files, handler_for_ki
 from ubunye_dagster.io.handlers.base import StagedWrite
 from ubunye_dagster.io.handlers.delta import is_delta_table, load_delta_table
 from ubunye_dagster.io.storage.base import Part, ReadRequest, Storage, StoredRead
-from ubunye_dagster.receipts.recorded import stored_at
+from ubunye_dagster.receipts.materialisations import stored_at
 
 EXTENSION = ".parquet"
 _PLAIN_SEGMENT = re.compile(r"^[A-Za-z0-9_=+@,-][A-Za-z0-9_.=+@,-]*$")
