@@ -57,6 +57,8 @@ class Shop:
     depth: int
     mode: str = "content"
     executor: str = "in_process"
+    #: How often the automation sensor ticks, at most (seconds).
+    tick_seconds: int = shop.SENSOR_INTERVAL_SECONDS
     #: The day each source's rows were last changed.
     versions: dict[int, int] = field(default_factory=dict)
 
@@ -67,6 +69,7 @@ class Shop:
             shop.DEPTH_ENV: str(self.depth),
             shop.MODE_ENV: self.mode,
             shop.EXECUTOR_ENV: self.executor,
+            shop.TICK_ENV: str(self.tick_seconds),
         }
 
     def definitions(self) -> dg.Definitions:
@@ -197,12 +200,20 @@ def _utc(epoch: float):
 
 
 @contextmanager
-def daemon_over(shop_: Shop) -> Iterator[Daemon]:
+def daemon_over(shop_: Shop, quick: bool = False) -> Iterator[Daemon]:
     """``dagster-daemon run`` over the shop's code location, on a DAGSTER_HOME in its folder,
-    stopped whatever happens; the sources written for day 0 first."""
+    stopped whatever happens; the sources written for day 0 first. ``quick``: the run queue hands
+    out runs every second (Dagster's default: 5 s) and the automation daemon's loop turns every
+    ``shop_.tick_seconds`` (Dagster's: 5 s, tests/quick_daemon.py)."""
     home = shop_.folder / "dagster_home"
     home.mkdir(parents=True, exist_ok=True)
-    config = {"telemetry": {"enabled": False}, "nux": {"enabled": False}}
+    config: dict = {"telemetry": {"enabled": False}, "nux": {"enabled": False}}
+    if quick:
+        config["run_coordinator"] = {
+            "module": "dagster.core.run_coordinator",
+            "class": "QueuedRunCoordinator",
+            "config": {"dequeue_interval_seconds": 1},
+        }
     (home / "dagster.yaml").write_text(yaml.safe_dump(config), encoding="utf-8")
     workspace = write_workspace(
         shop_.folder, LOCATION, "content_shop", LOCATION.parent, Path(sys.executable)
@@ -213,7 +224,8 @@ def daemon_over(shop_: Shop) -> Iterator[Daemon]:
         [str(ROOT), str(ROOT / "rows"), *filter(None, [os.environ.get("PYTHONPATH")])]
     )
     shop_.write_day(0, set())
-    process = daemon_process(workspace, env, shop_.folder / "daemon.log")
+    loops = {"automation": shop_.tick_seconds} if quick else None
+    process = daemon_process(workspace, env, shop_.folder / "daemon.log", loops)
     with dg.DagsterInstance.from_config(str(home)) as instance:
         process.start()
         try:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shutil
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -122,6 +123,12 @@ def create_project(root: Path) -> Path:
     scaffolded = run_tool(root, tool("dg"), "scaffold", "defs", COMPONENT_TYPE, "receipts")
     assert scaffolded.returncode == 0, scaffolded.stdout + scaffolded.stderr
     return project
+
+
+def copy_project(made: Path, root: Path) -> Path:
+    """A copy in ``root`` of a project ``create_project`` made (the session's, shared by the
+    workers: `create-dagster` and `dg scaffold` run once); returns the copy's folder."""
+    return Path(shutil.copytree(made, root / PROJECT))
 
 
 def receipts_yaml(project: Path) -> Path:

@@ -127,6 +127,18 @@ def dbt_shop_on_duckdb(tmp_path_factory):
     return DbtShop(folder), built_once_per_session(folder, build_shop_on_duckdb)
 
 
+@pytest.fixture(scope="session")
+def components_project(tmp_path_factory) -> Path:
+    """A project laid out by `create-dagster project` with the receipts component scaffolded
+    (tests/components_project.py), made once for the whole test session. Shared by the workers:
+    copy it (``copy_project``), never change it."""
+    from components_project import PROJECT, create_project
+
+    folder = session_folder(tmp_path_factory, "components-project")
+    built_once_per_session(folder, lambda into: str(create_project(into)))
+    return folder / PROJECT
+
+
 #: The files that take longest (minutes on two loaded cores: the deployment's PostgreSQL, daemon,
 #: webserver and Spark cluster, the `dg` projects, the webserver, dbt on PostgreSQL and Spark, the
 #: automation daemon's days, a Spark cluster, the dbt drift builds, the Pipes subprocesses, the

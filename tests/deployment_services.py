@@ -11,6 +11,7 @@ import json
 import os
 import signal
 import subprocess
+import sys
 import time
 import urllib.error
 import urllib.request
@@ -23,6 +24,8 @@ from postgres_cluster import PostgresCluster
 
 from example_project.webserver import LOOPBACK, DagsterDev, WebserverError
 
+#: ``dagster-daemon`` with loop intervals shortened.
+QUICK_DAEMON = Path(__file__).resolve().parent / "quick_daemon.py"
 #: The run queue's limit: at most this many runs in progress at once.
 MAX_CONCURRENT_RUNS = 3
 
@@ -127,9 +130,19 @@ class ServiceProcess:
             return ""
 
 
-def daemon_process(workspace: Path, env: Mapping[str, str], log_path: Path) -> ServiceProcess:
-    """``dagster-daemon run`` over ``workspace``: the run queue, sensors, backfills."""
+def daemon_process(
+    workspace: Path,
+    env: Mapping[str, str],
+    log_path: Path,
+    loops: Mapping[str, float] | None = None,
+) -> ServiceProcess:
+    """``dagster-daemon run`` over ``workspace``: the run queue, sensors, backfills; with
+    ``loops`` (``{"backfill": 2}``), those of its loops turn that often, in seconds, instead of
+    Dagster's hard-coded intervals (tests/quick_daemon.py, on this interpreter)."""
     command = ["dagster-daemon", "run", "-w", str(workspace)]
+    if loops:
+        shortened = [f"{loop}={seconds}" for loop, seconds in loops.items()]
+        command = [sys.executable, str(QUICK_DAEMON), *shortened, *command[1:]]
     return ServiceProcess(command, env, workspace.parent, log_path)
 
 

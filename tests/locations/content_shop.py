@@ -8,7 +8,8 @@ and records under it), ``$UBUNYE_CONTENT_SHOP_SOURCES`` (3), ``$UBUNYE_CONTENT_S
 ``$UBUNYE_CONTENT_SHOP_MODE``: ``content`` (sources observed by their rows,
 ``on_content_change()``) or ``eager`` (sources observed by their files' modification times, as
 a project without receipts would, and ``AutomationCondition.eager()``), and
-``$UBUNYE_CONTENT_SHOP_EXECUTOR``: ``in_process`` or ``multiprocess``.
+``$UBUNYE_CONTENT_SHOP_EXECUTOR``: ``in_process`` or ``multiprocess``, and
+``$UBUNYE_CONTENT_SHOP_TICK`` (5): the automation sensor's ``minimum_interval_seconds``.
 """
 
 from __future__ import annotations
@@ -28,7 +29,8 @@ SOURCES_ENV = "UBUNYE_CONTENT_SHOP_SOURCES"
 DEPTH_ENV = "UBUNYE_CONTENT_SHOP_DEPTH"
 MODE_ENV = "UBUNYE_CONTENT_SHOP_MODE"
 EXECUTOR_ENV = "UBUNYE_CONTENT_SHOP_EXECUTOR"
-#: The automation sensor's name and its interval.
+TICK_ENV = "UBUNYE_CONTENT_SHOP_TICK"
+#: The automation sensor's name and its default interval.
 SENSOR = "content_automation"
 SENSOR_INTERVAL_SECONDS = 5
 
@@ -115,7 +117,14 @@ def _observed_by_modification_time(index: int, path: Path) -> dg.AssetsDefinitio
     return observed
 
 
-def definitions(folder: Path, sources: int, depth: int, mode: str, executor: str) -> dg.Definitions:
+def definitions(
+    folder: Path,
+    sources: int,
+    depth: int,
+    mode: str,
+    executor: str,
+    tick_seconds: int = SENSOR_INTERVAL_SECONDS,
+) -> dg.Definitions:
     """The location's definitions (see the module's docstring)."""
     chosen = dg.in_process_executor if executor == "in_process" else dg.multiprocess_executor
     # on_content_change() reads provenance where the definitions are loaded.
@@ -123,7 +132,7 @@ def definitions(folder: Path, sources: int, depth: int, mode: str, executor: str
         SENSOR,
         target=dg.AssetSelection.all(),
         default_status=dg.DefaultSensorStatus.RUNNING,
-        minimum_interval_seconds=SENSOR_INTERVAL_SECONDS,
+        minimum_interval_seconds=tick_seconds,
         use_user_code_server=mode == "content",
     )
     below = graph(folder, sources, depth)
@@ -149,6 +158,7 @@ def from_environment() -> dg.Definitions:
         int(os.environ.get(DEPTH_ENV, "2")),
         os.environ.get(MODE_ENV, "content"),
         os.environ.get(EXECUTOR_ENV, "in_process"),
+        int(os.environ.get(TICK_ENV, str(SENSOR_INTERVAL_SECONDS))),
     )
 
 

@@ -15,7 +15,7 @@ from components_project import (
     COMPONENT_TYPE,
     FEED_DOWN,
     NEEDS_COMPONENTS_DAGSTER,
-    create_project,
+    copy_project,
     fresh_project_modules,
     receipts_yaml,
     run_tool,
@@ -30,9 +30,9 @@ pytestmark = [pytest.mark.timeout(900), NEEDS_COMPONENTS_DAGSTER]
 
 
 @pytest.fixture(scope="module")
-def root(tmp_path_factory) -> Path:
+def root(tmp_path_factory, components_project) -> Path:
     root = tmp_path_factory.mktemp("components")
-    create_project(root)
+    copy_project(components_project, root)
     return root
 
 

@@ -8,7 +8,9 @@ The code location is ``tests/locations/deployed_shop.py``, loaded by the interpr
 its own holding the built wheels (tests/wheel_builds.py: ubunye-rows and ubunye-dagster with the
 s3, polars and spark extras, and dagster-postgres), from a working directory outside the
 repository: its code server, run workers and step processes import the wheels, as a team's
-deployment would; the daemon and the webserver run on this interpreter.
+deployment would; the daemon and the webserver run on this interpreter. The daemon's backfill
+loop runs every 2 s instead of the 30 s Dagster hard-codes (tests/quick_daemon.py): a backfill
+waits on that loop twice, to launch its runs and to see them done.
 
 One deployment serves the whole module, and the tests run in order, each one a promise of the
 scenario: a run through the queue, the Spark asset, a backfill, drift flagged by the daemon's
@@ -79,6 +81,8 @@ DAYS = tuple(f"2026-01-0{day}" for day in range(1, 6))
 #: Generous: on two shared cores each step process takes seconds to tens of seconds to start.
 RUN_TIMEOUT = 900
 SENSOR_TIMEOUT = 300
+#: How often the daemon's backfill loop turns (Dagster hard-codes 30 s; tests/quick_daemon.py).
+DAEMON_LOOPS = {"backfill": 2}
 #: How often the failed-steps sensor ticks (its default).
 FAILED_STEPS_INTERVAL = 30
 
@@ -257,7 +261,7 @@ def deployment(
         python = location_python(folder)
         workspace = write_workspace(folder, LOCATION_FILE, LOCATION, folder, python)
         env = process_env(folder, home, root, s3["storage_options"], spark_cluster)
-        daemon = daemon_process(workspace, env, folder / "daemon.log")
+        daemon = daemon_process(workspace, env, folder / "daemon.log", DAEMON_LOOPS)
         web = Webserver(workspace, env, folder / "webserver.log", LOCATION)
         with running(daemon, web), dg.DagsterInstance.from_config(str(home)) as instance:
             [error] = web.wait_until_loaded([LOCATION], timeout=RUN_TIMEOUT).values()

@@ -35,7 +35,7 @@ from components_project import (
     HAS_COMPONENTS,
     NEEDS_COMPONENTS_DAGSTER,
     PROJECT,
-    create_project,
+    copy_project,
     receipts_yaml,
 )
 from reference_cli import reference_cli
@@ -90,7 +90,7 @@ class Served:
 
 
 @pytest.fixture(scope="module")
-def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
+def served(tmp_path_factory: pytest.TempPathFactory, request) -> Iterator[Served]:
     """dagster dev on 127.0.0.1 with a temporary DAGSTER_HOME and every location; one run of
     each launched at once, each waited for."""
     root = tmp_path_factory.mktemp("e2e")
@@ -118,7 +118,7 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
     shop_home = root / "shop_home"
     if HAS_COMPONENTS:
         (root / "component").mkdir()
-        project = create_project(root / "component")
+        project = copy_project(request.getfixturevalue("components_project"), root / "component")
         receipts_yaml(project).write_text(
             f"type: {COMPONENT_TYPE}\n\nattributes:\n  base_path: {shop_home / 'data'}\n"
             f"  usecase_dir: {shop_home}\n",
