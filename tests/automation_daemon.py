@@ -204,7 +204,9 @@ def daemon_over(shop_: Shop, quick: bool = False) -> Iterator[Daemon]:
     """``dagster-daemon run`` over the shop's code location, on a DAGSTER_HOME in its folder,
     stopped whatever happens; the sources written for day 0 first. ``quick``: the run queue hands
     out runs every second (Dagster's default: 5 s) and the automation daemon's loop turns every
-    ``shop_.tick_seconds`` (Dagster's: 5 s, tests/quick_daemon.py)."""
+    ``shop_.tick_seconds`` (Dagster's: 5 s, tests/quick_daemon.py; it evaluates the eager
+    shop's sensor, while the content shop's, evaluated with the definitions, ticks in the
+    sensor loop)."""
     home = shop_.folder / "dagster_home"
     home.mkdir(parents=True, exist_ok=True)
     config: dict = {"telemetry": {"enabled": False}, "nux": {"enabled": False}}
