@@ -21,7 +21,7 @@ import tempfile
 from pathlib import Path
 
 BENCH = Path(__file__).resolve().parent
-sys.path[:0] = [str(BENCH), str(BENCH.parent / "tests")]
+sys.path[:0] = [str(BENCH), str(BENCH.parent / "tests"), str(BENCH.parent)]
 
 from automation_daemon import Shop, daemon_over, materialisations  # noqa: E402
 from io_manager_bench import load_average, machine  # noqa: E402

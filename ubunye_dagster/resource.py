@@ -22,6 +22,7 @@ from pydantic import Field, field_validator, model_validator
 
 from ubunye_core.records.model import RunRecord, StepRecord
 from ubunye_core.store import LineageStore
+from ubunye_core.store.later import settle_index_updates
 from ubunye_dagster import dagster_internals as internals
 from ubunye_dagster.own_rows.asset_receipt import save_asset_output
 from ubunye_dagster.own_rows.pipes import PipesReceipts, run_pipes_with_receipts
@@ -171,3 +172,4 @@ class UbunyeResource(dg.ConfigurableResource):
         after loading its inputs or after recording an output gets its ``error`` record."""
         if context.run is not None:
             close_run(context.run.run_id)
+        settle_index_updates()  # the run's records are in the index when the run is over

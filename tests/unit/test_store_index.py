@@ -16,6 +16,7 @@ import subprocess
 import sys
 import tempfile
 import textwrap
+import threading
 import uuid
 import warnings
 from itertools import islice
@@ -30,6 +31,7 @@ from ubunye_core.cli import main
 from ubunye_core.records.model import RunRecord
 from ubunye_core.store import LineageStore
 from ubunye_core.store.index import CACHE_DIR_ENV, INDEX_FILE_NAME
+from ubunye_core.store.later import queue_index_update, settle_index_updates
 from ubunye_core.store.listing import FileEntry
 
 # Runs no Dagster: CI runs it on the newest Dagster only (tests/unit/test_code_shape.py checks).
@@ -268,6 +270,60 @@ def test_a_record_saved_without_telling_the_index_is_listed_and_then_indexed_whe
     with sqlite3.connect(store.index_path()) as connection:
         rows = connection.execute("SELECT file, status FROM runs ORDER BY file").fetchall()
     assert rows == [("r1.json", "running"), ("r2.json", "success")]
+
+
+def indexed(store: LineageStore) -> list[tuple[str, str]]:
+    """(file, status) of every run in the index file, as it is now."""
+    with sqlite3.connect(store.index_path()) as connection:
+        return connection.execute("SELECT file, status FROM runs ORDER BY file").fetchall()
+
+
+def test_a_record_whose_index_update_is_left_for_later_is_listed_at_once_and_indexed_once_settled(
+    tmp_path,
+):
+    store = LineageStore(tmp_path)
+    store.save(make_record("r1"))
+    gate = threading.Event()
+    queue_index_update(gate.wait)  # the index thread is busy until the gate opens
+    store.save(make_record("r2", status="success"), index_later=True)
+
+    assert runs_seen(store) == ([("r2", "success"), ("r1", "running")],) * 2
+    gate.set()
+    settle_index_updates()
+    assert indexed(store) == [("r1.json", "running"), ("r2.json", "success")]
+
+
+def test_an_index_update_left_for_later_never_lands_after_a_newer_one(tmp_path):
+    store = LineageStore(tmp_path)
+    gate = threading.Event()
+    queue_index_update(gate.wait)
+    store.save(make_record("r1", status="success"), index_later=True)
+    newer = threading.Thread(target=store.save, args=(make_record("r1", status="error"),))
+    newer.start()
+    newer.join(timeout=1)  # a save that did not wait for the queue would be done by now
+    gate.set()
+    newer.join()
+
+    settle_index_updates()
+    assert indexed(store) == [("r1.json", "error")]
+
+
+def test_index_updates_left_for_later_are_settled_when_the_process_exits(tmp_path):
+    script = textwrap.dedent(
+        f"""
+        from ubunye_core.records.model import RunRecord
+        from ubunye_core.store import LineageStore
+        store = LineageStore({str(tmp_path)!r})
+        for i in range(20):
+            record = RunRecord(run_id=f"r{{i:02d}}", usecase="u", package="p", task_name="t",
+                               started_at="2026-01-01T00:00:00+00:00", status="success")
+            store.save(record, index_later=True)
+        """
+    )
+    subprocess.run([sys.executable, "-c", script], check=True, timeout=120)
+
+    rows = indexed(LineageStore(tmp_path))
+    assert rows == [(f"r{i:02d}.json", "success") for i in range(20)]
 
 
 def test_deleting_the_index_loses_nothing(tmp_path):

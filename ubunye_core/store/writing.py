@@ -14,25 +14,29 @@ import os
 import secrets
 import sqlite3
 from contextlib import suppress
+from functools import partial
 from typing import TYPE_CHECKING
 
 from ubunye_core.paths import is_local
 from ubunye_core.store.index import IndexUnavailable
+from ubunye_core.store.later import queue_index_update, settle_index_updates
 from ubunye_core.store.layout import StoreLayout
 
 if TYPE_CHECKING:
     from upath import UPath
 
     from ubunye_core.records.model import RunRecord
+    from ubunye_core.store.listing import FileEntry
 
 
 class RecordWriter(StoreLayout):
     """Writes the store's record files (and tells the index)."""
 
-    def save(self, record: RunRecord, *, index: bool = True) -> UPath:
+    def save(self, record: RunRecord, *, index: bool = True, index_later: bool = False) -> UPath:
         """Write ``record`` atomically (replacing an earlier version of the same run); its path.
-        The index learns of it too, unless ``index`` is False (a record about to be replaced);
-        either way the next listing finds the file (if telling the index fails, it reads it)."""
+        The index learns of it too, unless ``index`` is False (a record about to be replaced),
+        after this returns when ``index_later`` (``ubunye_core.store.later``); either way the
+        next listing finds the file (if telling the index fails, it reads it)."""
         expected = f"{record.usecase}/{record.package}/{record.task_name}"
         if record.task_path.strip("/") != expected:
             raise ValueError(
@@ -50,9 +54,18 @@ class RecordWriter(StoreLayout):
             # One PUT: an object store shows either the old object or the whole new one.
             path.fs.pipe_file(path.path, data)
         if self.use_index and index:
-            with suppress(IndexUnavailable, sqlite3.Error, OSError):
-                self._index().record_saved(expected, self._file_entry(path), record, text)
+            tell = partial(self._tell_index, expected, self._file_entry(path), record, text)
+            if index_later:
+                queue_index_update(tell)
+            else:
+                settle_index_updates()  # an update queued earlier must not land after this one
+                tell()
         return path
+
+    def _tell_index(self, task_path: str, entry: FileEntry, record: RunRecord, text: str) -> None:
+        """Put the saved record in the index; a failure leaves it to the next listing."""
+        with suppress(IndexUnavailable, sqlite3.Error, OSError):
+            self._index().record_saved(task_path, entry, record, text)
 
 
 def _replace_local_file(target: str, data: bytes, *, durable: bool) -> None:

@@ -111,10 +111,12 @@ class OpenRecord:
 
     def save(self) -> str:
         """Write the record (atomically) and return its path; the first save of a finished
-        record also emits its OpenLineage events (when OpenLineage is configured). A ``running``
-        record is replaced within the step: the store's index learns of it from the folder."""
+        record also emits its OpenLineage events (when OpenLineage is configured). The index learns
+        of a finished record on the store's index thread; a ``running`` record is replaced
+        within the step: the index learns of it from the folder."""
         running = self.record.status == "running"
-        path = str(self.store.save(self.record, index=not running))
+        # The index learns of a finished record after the step goes on (the file is written).
+        path = str(self.store.save(self.record, index=not running, index_later=True))
         if not running and not self.lineage_sent:
             self.lineage_sent = True
             send_finished_record(self.record, path, self.schemas)

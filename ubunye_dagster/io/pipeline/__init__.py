@@ -14,6 +14,7 @@ from typing import Any
 import dagster as dg
 
 from ubunye_core.locations import StoreAccess
+from ubunye_core.store.later import settle_index_updates
 from ubunye_dagster.io.pipeline.observers import WriteObservers
 from ubunye_dagster.io.pipeline.reads import InputRead, UnverifiedReadError
 from ubunye_dagster.io.pipeline.writes import NoOutputError, write_output
@@ -70,3 +71,4 @@ class ReceiptPipeline:
             record_early_failures(
                 context.instance, context.run, self.resource, self.resource.model_dump_json()
             )
+        settle_index_updates()  # the run's records are in the index when the run is over
