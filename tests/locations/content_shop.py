@@ -127,14 +127,16 @@ def definitions(
 ) -> dg.Definitions:
     """The location's definitions (see the module's docstring)."""
     chosen = dg.in_process_executor if executor == "in_process" else dg.multiprocess_executor
-    # on_content_change() reads provenance where the definitions are loaded.
-    sensor = dg.AutomationConditionSensorDefinition(
-        SENSOR,
-        target=dg.AssetSelection.all(),
-        default_status=dg.DefaultSensorStatus.RUNNING,
-        minimum_interval_seconds=tick_seconds,
-        use_user_code_server=mode == "content",
-    )
+    with warnings.catch_warnings():
+        # on_content_change() reads provenance where the definitions are loaded (a beta flag).
+        warnings.simplefilter("ignore", category=dg.BetaWarning)
+        sensor = dg.AutomationConditionSensorDefinition(
+            SENSOR,
+            target=dg.AssetSelection.all(),
+            default_status=dg.DefaultSensorStatus.RUNNING,
+            minimum_interval_seconds=tick_seconds,
+            use_user_code_server=mode == "content",
+        )
     below = graph(folder, sources, depth)
     settings = {"usecase_dir": str(folder), "base_path": str(folder / "data"), "drift_sensor": None}
     if mode == "content":
