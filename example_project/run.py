@@ -80,11 +80,12 @@ def raise_prices(
     return result
 
 
-def diff_command(home: Path, asset: str = DIFFED_ASSET) -> list[str]:
-    """The `ubunye-dagster` arguments that print which rows the latest run of `asset` changed."""
+def diff_command(home: Path, asset: str = DIFFED_ASSET, key: str = "product_id") -> list[str]:
+    """The `ubunye-dagster` arguments that print which rows the latest run of `asset` changed,
+    rows matched by ``key``."""
     return [
         "lineage", "diff", "-d", str(home), "-u", USECASE, "--asset", asset,
-        "--key", "product_id", "--limit", "3",
+        "--key", key, "--limit", "3",
     ]  # fmt: skip
 
 
@@ -131,7 +132,4 @@ def build_dbt_before_and_after_a_seed_change(
 
 def dbt_diff_command(home: Path, asset: str = DIFFED_DBT_MODEL) -> list[str]:
     """The `ubunye-dagster` arguments that print which rows of a dbt model the seed change moved."""
-    return [
-        "lineage", "diff", "-d", str(home), "-u", USECASE, "--asset", asset,
-        "--key", "order_id", "--limit", "3",
-    ]  # fmt: skip
+    return diff_command(home, asset, key="order_id")

@@ -141,6 +141,14 @@ def metadata_value(entry: Mapping[str, Any]) -> Any:
     return None
 
 
+def tail_of(log_path: Path, characters: int = 4000) -> str:
+    """The last ``characters`` of a process's log file (empty before it exists)."""
+    try:
+        return log_path.read_text(encoding="utf-8", errors="replace")[-characters:]
+    except FileNotFoundError:
+        return ""
+
+
 class DagsterDev:
     """`dagster dev -w workspace.yaml` on 127.0.0.1, in its own process group and DAGSTER_HOME.
 
@@ -231,10 +239,7 @@ class DagsterDev:
 
     def log_tail(self, characters: int = 4000) -> str:
         """The end of the webserver's combined output, for error messages."""
-        try:
-            return self.log_path.read_text(encoding="utf-8", errors="replace")[-characters:]
-        except FileNotFoundError:
-            return ""
+        return tail_of(self.log_path, characters)
 
     def graphql(self, operation: str, variables: Mapping[str, Any] | None = None) -> dict[str, Any]:
         """Run one operation of ``OPERATIONS``; the `data` member, or a WebserverError with the

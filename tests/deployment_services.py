@@ -22,7 +22,7 @@ from typing import Any
 import yaml
 from postgres_cluster import PostgresCluster
 
-from example_project.webserver import LOOPBACK, DagsterDev, WebserverError
+from example_project.webserver import LOOPBACK, DagsterDev, WebserverError, tail_of
 
 #: ``dagster-daemon`` with loop intervals shortened.
 QUICK_DAEMON = Path(__file__).resolve().parent / "quick_daemon.py"
@@ -124,10 +124,7 @@ class ServiceProcess:
 
     def log_tail(self, characters: int = 4000) -> str:
         """The end of the command's output, for error messages."""
-        try:
-            return self.log_path.read_text(encoding="utf-8", errors="replace")[-characters:]
-        except FileNotFoundError:
-            return ""
+        return tail_of(self.log_path, characters)
 
 
 def daemon_process(
