@@ -235,25 +235,53 @@ def materialised(instance: dg.DagsterInstance, asset: str) -> list[dg.AssetMater
     return [record.asset_materialization for record in records]
 
 
-def assert_a_model_shows_while_the_build_goes_on(
-    shop: DbtShop, last_model_built: Callable[[], bool], timeout: float = 300
-) -> None:
-    """Building ``shop`` (whose last model, ``slow_count``, takes a while) on a thread,
-    ``stg_orders`` shows with its receipt before ``last_model_built()`` says dbt built it."""
-    with dg.instance_for_test() as instance:
-        build = threading.Thread(target=shop.materialise, args=(instance,))
-        build.start()
-        deadline = time.monotonic() + timeout
-        while not materialised(instance, "stg_orders") and time.monotonic() < deadline:
-            time.sleep(0.1)
-        seen = materialised(instance, "stg_orders")
-        built_before = last_model_built()
-        build.join(timeout=2 * timeout)
+@dataclass
+class WatchedBuild:
+    """What was seen of a build of the shop (its last model, ``slow_count``, taking a while) run
+    on a thread: ``stg_orders``' materialisations when first seen, whether dbt had built the last
+    model by then, its materialisations once the build ended, and the run (or its error)."""
 
-        assert seen, "stg_orders never showed as materialised"
-        assert keys.DATA_HASH in seen[0].metadata
-        assert not built_before, "stg_orders showed only once dbt had built its last model"
-        assert materialised(instance, "slow_count"), "the build did not finish its last model"
+    seen: list[dg.AssetMaterialization]
+    built_before: bool
+    finished: list[dg.AssetMaterialization]
+    run: dg.ExecuteInProcessResult | None
+    error: BaseException | None
+
+
+def watch_a_build(
+    shop: DbtShop,
+    instance: dg.DagsterInstance,
+    last_model_built: Callable[[], bool],
+    timeout: float = 300,
+) -> WatchedBuild:
+    """Build ``shop`` into ``instance`` (where ``stg_orders`` has no materialisation yet) on a
+    thread, watching for ``stg_orders`` to show and asking ``last_model_built()`` then."""
+    outcome: dict[str, Any] = {}
+
+    def build() -> None:
+        try:
+            outcome["run"] = shop.materialise(instance)
+        except BaseException as error:  # handed back to the caller's thread
+            outcome["error"] = error
+
+    thread = threading.Thread(target=build)
+    thread.start()
+    deadline = time.monotonic() + timeout
+    while not materialised(instance, "stg_orders") and time.monotonic() < deadline:
+        time.sleep(0.1)
+    seen = materialised(instance, "stg_orders")
+    built_before = last_model_built()
+    thread.join(timeout=2 * timeout)
+    finished = materialised(instance, "slow_count")
+    return WatchedBuild(seen, built_before, finished, outcome.get("run"), outcome.get("error"))
+
+
+def assert_a_model_showed_while_the_build_went_on(watched: WatchedBuild) -> None:
+    """``stg_orders`` showed with its receipt before dbt had built the build's last model."""
+    assert watched.seen, "stg_orders never showed as materialised"
+    assert keys.DATA_HASH in watched.seen[0].metadata
+    assert not watched.built_before, "stg_orders showed only once dbt had built its last model"
+    assert watched.finished, "the build did not finish its last model"
 
 
 class ReceiptsOnAnAdapter:

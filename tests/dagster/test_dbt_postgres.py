@@ -6,6 +6,7 @@ DuckDB, and each model shows in Dagster as dbt reports it done, while the build 
 from __future__ import annotations
 
 import contextlib
+from functools import partial
 
 import dagster as dg
 import pytest
@@ -13,8 +14,9 @@ from dbt_shop import (
     LUCKY_DRAW,
     MODELS,
     ReceiptsOnAnAdapter,
-    assert_a_model_shows_while_the_build_goes_on,
+    assert_a_model_showed_while_the_build_went_on,
     copy_shop_on_postgres,
+    watch_a_build,
 )
 from postgres_cluster import postgres_available, postgres_cluster
 
@@ -40,14 +42,26 @@ def cluster():
 
 
 @pytest.fixture(scope="module")
-def drawn_twice(cluster, tmp_path_factory):
-    """The shop on PostgreSQL with a non-deterministic model, built twice, nothing changed."""
+def first_build_watched(cluster, tmp_path_factory):
+    """The shop on PostgreSQL with a non-deterministic model and a slow last model, built once on
+    a thread while watched (one build serves both promises): shop, instance, what was seen."""
     with pytest.MonkeyPatch.context() as monkeypatch, dg.instance_for_test() as instance:
         root = tmp_path_factory.mktemp("dbt_pg")
         shop = copy_shop_on_postgres(root, monkeypatch, cluster, "shop")
         shop.write("models/lucky_draw.sql", LUCKY_DRAW)
-        runs = [shop.materialise(instance), shop.materialise(instance)]
-        yield shop, instance, runs
+        shop.write("models/slow_count.sql", SLOW_MODEL)
+        slow_count_built = partial(_built_in_postgresql, cluster, "shop", "slow_count")
+        yield shop, instance, watch_a_build(shop, instance, slow_count_built, timeout=120)
+
+
+@pytest.fixture(scope="module")
+def drawn_twice(first_build_watched):
+    """The shop on PostgreSQL with a non-deterministic model (and the slow one), built twice,
+    nothing changed."""
+    shop, instance, watched = first_build_watched
+    if watched.error is not None:
+        raise watched.error
+    return shop, instance, [watched.run, shop.materialise(instance)]
 
 
 def streamed_digest(cluster, dbname: str, table: str) -> str | None:
@@ -88,9 +102,6 @@ def _built_in_postgresql(cluster, dbname: str, table: str) -> bool:
         return bool(cursor.fetchone()[0])
 
 
-def test_each_model_shows_with_its_receipt_while_the_build_goes_on(cluster, tmp_path, monkeypatch):
-    shop = copy_shop_on_postgres(tmp_path, monkeypatch, cluster, "streamed")
-    shop.write("models/slow_count.sql", SLOW_MODEL)
-    assert_a_model_shows_while_the_build_goes_on(
-        shop, lambda: _built_in_postgresql(cluster, "streamed", "slow_count"), timeout=120
-    )
+def test_each_model_shows_with_its_receipt_while_the_build_goes_on(first_build_watched):
+    _, _, watched = first_build_watched
+    assert_a_model_showed_while_the_build_went_on(watched)

@@ -7,7 +7,7 @@ each model shows in Dagster as dbt reports it done, while the build goes on."""
 from __future__ import annotations
 
 import runpy
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from importlib.metadata import version
 from pathlib import Path
 from types import SimpleNamespace
@@ -18,9 +18,10 @@ from dbt_shop import (
     LUCKY_DRAW,
     MODELS,
     ReceiptsOnAnAdapter,
-    assert_a_model_shows_while_the_build_goes_on,
+    assert_a_model_showed_while_the_build_went_on,
     copy_shop_on_postgres,
     copy_shop_on_spark,
+    watch_a_build,
 )
 from local_spark import spark_thrift_server
 from postgres_cluster import postgres_available, postgres_cluster
@@ -47,14 +48,37 @@ def thrift_port(spark, spark_remote, tmp_path_factory) -> Iterator[int]:
         yield port
 
 
+#: A model that takes a while, built after the others: the build is still going while it runs.
+SLOW_MODEL = (
+    "select count(*) as customers, max(pause.slept) as slept from {{ ref('customer_revenue') }}, "
+    "(select reflect('java.lang.Thread', 'sleep', cast(6000 as bigint)) as slept) as pause\n"
+)
+
+
+def slow_count_built(spark) -> Callable[[], bool]:
+    """Whether dbt has created ``main.slow_count`` in the session's catalog, asked when called."""
+    return lambda: spark.catalog.tableExists("main.slow_count")
+
+
 @pytest.fixture(scope="module")
-def drawn_twice(thrift_port, tmp_path_factory):
-    """The shop on Spark with a non-deterministic model, built twice, nothing changed."""
+def first_build_watched(spark, thrift_port, tmp_path_factory):
+    """The shop on Spark with a non-deterministic model and a slow last model, built once on a
+    thread while watched (one build serves both promises): shop, instance, what was seen."""
     with pytest.MonkeyPatch.context() as monkeypatch, dg.instance_for_test() as instance:
         shop = copy_shop_on_spark(tmp_path_factory.mktemp("dbt_spark"), monkeypatch, thrift_port)
         shop.write("models/lucky_draw.sql", LUCKY_DRAW)
-        runs = [shop.materialise(instance), shop.materialise(instance)]
-        yield shop, instance, runs
+        shop.write("models/slow_count.sql", SLOW_MODEL)
+        yield shop, instance, watch_a_build(shop, instance, slow_count_built(spark))
+
+
+@pytest.fixture(scope="module")
+def drawn_twice(first_build_watched):
+    """The shop on Spark with a non-deterministic model (and the slow one), built twice, nothing
+    changed."""
+    shop, instance, watched = first_build_watched
+    if watched.error is not None:
+        raise watched.error
+    return shop, instance, [watched.run, shop.materialise(instance)]
 
 
 @pytest.fixture(scope="module")
@@ -132,18 +156,6 @@ class TestReceiptsOnSpark(ReceiptsOnAnAdapter):
         assert record.environment["packages"]["pyspark"] == version("pyspark")
 
 
-#: A model that takes a while, built after the others: the build is still going while it runs.
-SLOW_MODEL = (
-    "select count(*) as customers, max(pause.slept) as slept from {{ ref('customer_revenue') }}, "
-    "(select reflect('java.lang.Thread', 'sleep', cast(6000 as bigint)) as slept) as pause\n"
-)
-
-
-def test_each_model_shows_with_its_receipt_while_the_build_goes_on(
-    spark, thrift_port, tmp_path, monkeypatch
-):
-    shop = copy_shop_on_spark(tmp_path, monkeypatch, thrift_port)
-    shop.write("models/slow_count.sql", SLOW_MODEL)
-    assert_a_model_shows_while_the_build_goes_on(
-        shop, lambda: spark.catalog.tableExists("main.slow_count")
-    )
+def test_each_model_shows_with_its_receipt_while_the_build_goes_on(first_build_watched):
+    _, _, watched = first_build_watched
+    assert_a_model_showed_while_the_build_went_on(watched)
