@@ -4,8 +4,10 @@ assets, each build with its receipts: one line in the ``@dbt_assets`` body."""
 # No `from __future__ import annotations`: Dagster reads the asset function's annotations.
 
 import json
+import os
 import shutil
 import sys
+import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -62,7 +64,12 @@ def parsed_manifest(project_dir: Path) -> dict[str, Any]:
     sources = [project_dir / p for p in relative if not _BUILT(str(project_dir), p.parts)]
     newest = max(p.stat().st_mtime for p in sources)
     if not manifest.exists() or manifest.stat().st_mtime < newest:
-        dbt_resource(project_dir).cli(["--quiet", "parse"], target_path=manifest.parent).wait()
+        # Parsed beside and renamed into place: processes loading the project at once (test
+        # workers, a code server) each read a whole manifest, never one another's half-written.
+        manifest.parent.mkdir(exist_ok=True)
+        with tempfile.TemporaryDirectory(dir=manifest.parent, prefix="parse-") as target:
+            dbt_resource(project_dir).cli(["--quiet", "parse"], target_path=Path(target)).wait()
+            os.replace(Path(target) / "manifest.json", manifest)
     return json.loads(manifest.read_text(encoding="utf-8"))
 
 
