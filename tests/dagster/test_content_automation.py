@@ -15,7 +15,7 @@ import pytest
 from ubunye_dagster import UbunyeResource, with_ubunye
 from ubunye_dagster import dagster_internals as internals
 from ubunye_dagster.automation import on_content_change
-from ubunye_dagster.automation.adopt import CONTENT_SENSOR
+from ubunye_dagster.automation.adopt import ASSETS_PER_SENSOR, CONTENT_SENSOR, content_sensors
 from ubunye_rows import code_hash
 
 SOURCE = dg.AssetKey(["raw", "orders"])
@@ -304,3 +304,20 @@ def test_a_daemon_evaluated_sensor_targeting_the_condition_is_refused_naming_it(
             automation=on_content_change(),
             usecase_dir=str(tmp_path),
         )
+
+
+def test_more_assets_than_one_sensor_takes_are_spread_over_several(tmp_path):
+    def on_the_condition(index: int) -> dg.AssetsDefinition:
+        @dg.asset(name=f"asset_{index}", automation_condition=on_content_change())
+        def made() -> int:
+            return index
+
+        return made
+
+    assets = [on_the_condition(index) for index in range(ASSETS_PER_SENSOR + 1)]
+    sensors = content_sensors(assets, [])
+    targeted = [set(sensor.asset_selection.resolve(assets)) for sensor in sensors]
+
+    assert [sensor.name for sensor in sensors] == [CONTENT_SENSOR, f"{CONTENT_SENSOR}_2"]
+    assert [len(keys) for keys in targeted] == [ASSETS_PER_SENSOR, 1]
+    assert set.union(*targeted) == {a.key for a in assets}

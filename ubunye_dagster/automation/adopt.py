@@ -98,13 +98,7 @@ def refuse_content_conditions_without_receipts(
 ) -> None:
     """ValueError naming every asset whose automation condition reads content but whose
     materialisations carry no rows-v1 digest as their data version."""
-    bare = sorted(
-        key.to_user_string()
-        for item in assets
-        if isinstance(item, dg.AssetsDefinition) and item.is_materializable
-        for key, condition in item.automation_conditions_by_key.items()
-        if reads_content(condition) and key not in receipted
-    )
+    bare = sorted(key.to_user_string() for key in content_keys(assets) - receipted)
     if bare:
         raise ValueError(
             f"on_content_change() is set on {', '.join(bare)}, stored without receipts: its "
@@ -157,16 +151,20 @@ def _automated(
     return assets_def.map_asset_specs(automated)
 
 
-#: The name of the automation sensor ``with_ubunye`` adds for the assets on ``on_content_change()``.
+#: The name of the automation sensor ``with_ubunye`` adds for the assets on ``on_content_change()``
+#: (the second and later, for more assets than one sensor takes, end in ``_2``, ``_3``...).
 CONTENT_SENSOR = "ubunye_content_automation"
+#: The most assets Dagster evaluates in one automation sensor evaluated with the definitions.
+ASSETS_PER_SENSOR = 500
 
 
 def content_keys(assets: Iterable[Any]) -> set[dg.AssetKey]:
-    """The keys whose automation condition reads content (holds ``on_content_change()``)."""
+    """The materialisable keys whose automation condition reads content (holds
+    ``on_content_change()``)."""
     return {
         key
         for item in assets
-        if isinstance(item, dg.AssetsDefinition)
+        if isinstance(item, dg.AssetsDefinition) and item.is_materializable
         for key, condition in item.automation_conditions_by_key.items()
         if reads_content(condition)
     }
@@ -196,13 +194,15 @@ def content_sensors(
             )
         covered |= targeted
     left = sorted(wanted - covered, key=lambda key: key.path)
-    if not left:
-        return []
+    chunks = [left[at : at + ASSETS_PER_SENSOR] for at in range(0, len(left), ASSETS_PER_SENSOR)]
     with warnings.catch_warnings():
         # use_user_code_server is a beta parameter: the condition needs it, so it is chosen here.
         warnings.simplefilter("ignore", category=dg.BetaWarning)
         return [
             dg.AutomationConditionSensorDefinition(
-                CONTENT_SENSOR, target=left, use_user_code_server=True
+                CONTENT_SENSOR if number == 1 else f"{CONTENT_SENSOR}_{number}",
+                target=dg.AssetSelection.assets(*chunk).without_checks(),
+                use_user_code_server=True,
             )
+            for number, chunk in enumerate(chunks, start=1)
         ]

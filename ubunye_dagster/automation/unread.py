@@ -14,29 +14,19 @@ from typing import ClassVar
 import dagster as dg
 
 from ubunye_dagster import dagster_internals as internals
-
-
-def _latest_tags(
-    instance: dg.DagsterInstance, key: dg.AssetKey, kind: str
-) -> dict[str, str] | None:
-    """The tags of the asset's latest materialisation (``kind`` "materialisation") or
-    observation; None when it has none."""
-    records_filter = dg.AssetRecordsFilter(asset_key=key)
-    fetch = (
-        instance.fetch_materializations
-        if kind == "materialisation"
-        else instance.fetch_observations
-    )
-    records = fetch(records_filter, limit=1).records
-    return dict(records[0].event_log_entry.tags or {}) if records else None
+from ubunye_dagster.receipts.materialisations import newest_materialisation, tags_of
+from ubunye_dagster.receipts.metadata import upstream_versions_from_tags
 
 
 def current_data_version(instance: dg.DagsterInstance, key: dg.AssetKey) -> str:
     """The data version a step reading ``key`` now records for it: its latest materialisation's,
     else its latest observation's, else Dagster's default (as Dagster looks it up)."""
-    tags = _latest_tags(instance, key, "materialisation")
-    if tags is None:
-        tags = _latest_tags(instance, key, "observation") or {}
+    record = newest_materialisation(instance, key, None)
+    if record is not None:
+        tags = tags_of(record)
+    else:
+        observed = instance.fetch_observations(dg.AssetRecordsFilter(asset_key=key), limit=1)
+        tags = observed.records[0].event_log_entry.tags or {} if observed.records else {}
     return tags.get(internals.DATA_VERSION_TAG) or internals.DEFAULT_DATA_VERSION.value
 
 
@@ -50,14 +40,12 @@ def versions_read(context: dg.AutomationContext) -> dict[dg.AssetKey, str] | Non
     parents = internals.automation_parents(context)
     if any(partitioned for _, partitioned in parents):
         return None
-    tags = _latest_tags(internals.automation_instance(context), context.key, "materialisation")
-    read = {
-        parent: (tags or {}).get(
-            f"{internals.INPUT_DATA_VERSION_TAG_PREFIX}/{parent.to_user_string()}"
-        )
-        for parent, _ in parents
-    }
-    return None if tags is None or None in read.values() else read
+    record = newest_materialisation(internals.automation_instance(context), context.key, None)
+    versions = upstream_versions_from_tags(tags_of(record)) if record is not None else None
+    if versions is None:
+        return None
+    read = {parent: versions.get(parent.to_user_string()) for parent, _ in parents}
+    return None if None in read.values() else read
 
 
 class _AssetOperand(dg.AutomationCondition[dg.AssetKey]):
