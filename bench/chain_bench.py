@@ -13,7 +13,6 @@ upstream's output digest (the exit status is 1 when one is not).
 
 from __future__ import annotations
 
-import argparse
 import json
 import statistics
 import sys
@@ -23,6 +22,7 @@ from pathlib import Path
 
 import dagster as dg
 import pandas as pd
+from figures import whole_number_options
 from io_manager_bench import QUIET, ParquetBaselineIOManager, machine, seven_column_table
 from upath import UPath
 
@@ -95,12 +95,7 @@ def broken_links(result: dg.ExecuteInProcessResult) -> list[str]:
 
 def main(argv: list[str] | None = None) -> int:
     """Alternate the two IO managers ``repeats`` times after one warm-up; print the figures."""
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--assets", type=int, default=60)
-    parser.add_argument("--rows", type=int, default=2_000)
-    parser.add_argument("--repeats", type=int, default=5)
-    args = parser.parse_args(argv)
-
+    args = whole_number_options(__doc__, argv, assets=60, rows=2_000, repeats=5)
     assets = chain_assets(seven_column_table(args.rows), args.assets)
     times: dict[str, list[float]] = {"plain": [], "ubunye": [], "plain cpu": [], "ubunye cpu": []}
     wrong: list[str] = []

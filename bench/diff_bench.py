@@ -8,8 +8,6 @@ whole into pandas and an outer merge on every column (the usual way without a ke
 
 from __future__ import annotations
 
-import argparse
-import statistics
 import sys
 import tempfile
 import time
@@ -19,6 +17,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from figures import medians_against, whole_number_options
 from hash_bench import flat_table
 from sketch_bench import machine
 
@@ -71,11 +70,7 @@ def timed(work: Callable[[], Any]) -> tuple[float, Any]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--rows", type=int, default=1_000_000)
-    parser.add_argument("--changed", type=int, default=10)
-    parser.add_argument("--repeats", type=int, default=5)
-    args = parser.parse_args(argv)
+    args = whole_number_options(__doc__, argv, rows=1_000_000, changed=10, repeats=5)
     print(machine())
     print(f"rows {args.rows:,}, rows changed {args.changed}, repeats {args.repeats}, medians")
     ways = {
@@ -91,12 +86,10 @@ def main(argv: list[str] | None = None) -> int:
             for name, way in ways.items():
                 seconds, results[name] = timed(lambda way=way: way(a, b))
                 times[name].append(seconds)
-    base = statistics.median(times["pandas, read whole + merge"])
-    for name in ways:
+    for name, (median, of_merge) in medians_against(times, "pandas, read whole + merge").items():
         removed, added, compared = results[name]
-        median = statistics.median(times[name])
         print(
-            f"{name:<28} {median:6.3f} s  ({base / median:4.2f}x the merge)  removed {removed}, "
+            f"{name:<28} {median:6.3f} s  ({1 / of_merge:4.2f}x the merge)  removed {removed}, "
             f"added {added}, rows of A compared {compared:,}"
         )
     return 0

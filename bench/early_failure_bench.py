@@ -12,8 +12,6 @@ run-failure sensor, evaluated only by the daemon). Each measurement is one whole
 
 from __future__ import annotations
 
-import argparse
-import statistics
 import sys
 import tempfile
 import time
@@ -21,6 +19,7 @@ from pathlib import Path
 
 import dagster as dg
 import pandas as pd
+from figures import medians_against, whole_number_options
 from io_manager_bench import QUIET, machine
 
 from ubunye_core.store import LineageStore
@@ -74,10 +73,7 @@ def materialise(channel: str, root: Path, count: int, failing: bool) -> tuple[fl
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--assets", type=int, default=10)
-    parser.add_argument("--repeats", type=int, default=5)
-    args = parser.parse_args(argv)
+    args = whole_number_options(__doc__, argv, assets=10, repeats=5)
     print(machine())
     channels = ["none", "hook", "teardown", "run sensor"]
     timings: dict[str, list[float]] = {channel: [] for channel in channels}
@@ -91,12 +87,10 @@ def main(argv: list[str] | None = None) -> int:
                     timings[channel].append(seconds)
         for channel in channels:
             _, recorded[channel] = materialise(channel, Path(folder) / channel, 2, failing=True)
-    base = statistics.median(timings["none"])
     print(f"{args.assets} assets per run, median of {args.repeats} runs that succeed:")
-    for channel in channels:
-        median = statistics.median(timings[channel])
+    for channel, (median, of_none) in medians_against(timings, "none").items():
         print(
-            f"  {channel:<10} {median:7.3f} s  x{median / base:.3f}   early failure recorded "
+            f"  {channel:<10} {median:7.3f} s  x{of_none:.3f}   early failure recorded "
             f"under dg.materialize: {'yes' if recorded[channel] else 'no'}"
         )
     return 0

@@ -161,6 +161,17 @@ def judged(result: dg.SensorResult) -> tuple[int, int]:
     return len(evaluations), sum(1 for item in evaluations if not item.passed)
 
 
+def measured_tick(sensor, instance, definitions, cursor: str | None) -> tuple[dg.SensorResult, str]:
+    """One tick at ``cursor``, and its figures: seconds, materialisations judged (flagged), and
+    the peak Python allocations of the same tick again (traced, so not timed)."""
+    took, result = tick(sensor, instance, definitions, cursor)
+    count, flagged = judged(result)
+    peak = traced_peak(lambda: tick(sensor, instance, definitions, cursor))
+    return result, (
+        f"{took:6.3f}s, judged {count} ({flagged} flagged); peak Python allocations {peak:6.1f} MiB"
+    )
+
+
 def store_evaluations(instance: dg.DagsterInstance, result: dg.SensorResult) -> float:
     """Seconds to store a tick's check evaluations in the event log, as the daemon does."""
     started = time.perf_counter()
@@ -233,14 +244,10 @@ def measure_level(args, sensor, instance, definitions, samples, keys, reported: 
     """Fill the event log to ``level``, time the ticks of that level and print them."""
     filled = report(instance, samples, keys, reported, level, args.fill_threads)
     print(f"  {level:>6,} materialisations ({filled:.1f}s to report {level - reported:,}):")
-    took, first = tick(sensor, instance, definitions, None)
-    count, flagged = judged(first)
-    peak = traced_peak(lambda: tick(sensor, instance, definitions, None))
-    print(
-        f"    first tick, empty cursor: {took:6.3f}s, judged {count} ({flagged} flagged); "
-        f"peak Python allocations {peak:6.1f} MiB"
-    )
+    first, figures = measured_tick(sensor, instance, definitions, None)
+    print(f"    first tick, empty cursor: {figures}")
     if level == args.levels[-1]:
+        count = judged(first)[0]
         print("\n".join(tick_profile(sensor, instance, definitions, None)))
         stored = store_evaluations(instance, first)
         print(f"    storing that tick's {count} check evaluations: {stored:6.3f}s")
@@ -257,13 +264,8 @@ def measure_level(args, sensor, instance, definitions, samples, keys, reported: 
     else:
         cursor = catch_up(sensor, instance, definitions, None)[2]
     report(instance, samples, keys, level, level + args.new, args.fill_threads)
-    took, steady = tick(sensor, instance, definitions, cursor)
-    count, flagged = judged(steady)
-    peak = traced_peak(lambda: tick(sensor, instance, definitions, cursor))
-    print(
-        f"    steady tick, {args.new} new: {took:6.3f}s, judged {count} ({flagged} flagged); "
-        f"peak Python allocations {peak:6.1f} MiB; resident set {resident_mib():6.1f} MiB"
-    )
+    figures = measured_tick(sensor, instance, definitions, cursor)[1]
+    print(f"    steady tick, {args.new} new: {figures}; resident set {resident_mib():6.1f} MiB")
     return level + args.new
 
 

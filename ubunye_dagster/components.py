@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Annotated, Any, Literal, get_args, get_origin
 
 import dagster as dg
-from pydantic import BaseModel, ConfigDict, Field, WithJsonSchema, create_model, model_validator
+from pydantic import BaseModel, Field, WithJsonSchema, create_model
 from pydantic.fields import FieldInfo
 
 from ubunye_dagster import dagster_internals as internals
@@ -31,7 +31,7 @@ from ubunye_dagster.adoption.with_ubunye import (
 )
 from ubunye_dagster.automation.adopt import component_sources
 from ubunye_dagster.receipts.early_failures import watch_early_failures
-from ubunye_dagster.strict_fields import refuse_unknown_fields
+from ubunye_dagster.strict_fields import StrictFields
 
 # `dg list components` lists every component type of this module: the dbt one too when the dbt
 # extra is installed (a registry module of its own would stop dg where dagster-dbt is missing).
@@ -68,13 +68,8 @@ def _strict_model(component: type[Any], derived: type[BaseModel]) -> type[BaseMo
     them, and each optional settings object checked field by field. Dagster's derived model lets
     every field also be a string, for ``{{ }}`` templates: these are written out instead."""
 
-    class Attributes(derived):  # type: ignore[misc, valid-type]
-        model_config = ConfigDict(extra="forbid")
-
-        @model_validator(mode="before")
-        @classmethod
-        def _known_fields_only(cls, data: Any) -> Any:
-            return refuse_unknown_fields(component, data)
+    class Attributes(derived, StrictFields):  # type: ignore[misc, valid-type]
+        fields_of = component
 
     strict = {
         name: (annotation, derived.model_fields[name])

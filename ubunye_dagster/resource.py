@@ -15,20 +15,17 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any
 
 import dagster as dg
-from pydantic import Field, field_validator, model_validator
 
 from ubunye_core.records.model import RunRecord, StepRecord
-from ubunye_core.store import LineageStore
 from ubunye_core.store.later import settle_index_updates
 from ubunye_dagster import dagster_internals as internals
 from ubunye_dagster.own_rows.asset_receipt import save_asset_output
 from ubunye_dagster.own_rows.pipes import PipesReceipts, run_pipes_with_receipts
-from ubunye_dagster.receipts.identity import DEFAULT_USECASE, check_usecase
 from ubunye_dagster.receipts.session import close_run, open_session
-from ubunye_dagster.strict_fields import refuse_unknown_fields
+from ubunye_dagster.receipts.settings import RecordSettings
 from ubunye_rows.hashing import Fingerprint, fingerprint
 
 
@@ -47,68 +44,9 @@ class Receipt:
         return dg.MaterializeResult(metadata=metadata, data_version=self.data_version, **kwargs)
 
 
-class UbunyeResource(dg.ConfigurableResource):
-    """Settings of the run records (where, under which usecase, what is hashed) and a recorder."""
-
-    @model_validator(mode="before")
-    @classmethod
-    def _known_fields_only(cls, data: Any) -> Any:
-        return refuse_unknown_fields(cls, data)
-
-    usecase_dir: str = Field(
-        default=".",
-        description="Folder (or fsspec URL) whose .ubunye/lineage holds the run records; a "
-        "relative path is taken from the run's working directory.",
-    )
-    lineage_dir: str | None = Field(
-        default=None,
-        description="The lineage folder itself, instead of <usecase_dir>/.ubunye/lineage.",
-    )
-    usecase: str = Field(
-        default=DEFAULT_USECASE, description="The usecase records are filed under."
-    )
-    hash_inputs: bool = Field(
-        default=True,
-        description="Hash every input as it is loaded (one more pass over each input). Off: "
-        "inputs are recorded without hash or row count, and reads are not verified.",
-    )
-    verify_reads: Literal["fail", "warn", "off", "rows"] = Field(
-        default="fail",
-        description="What a loaded input whose digest differs from the one recorded when it was "
-        "written does: fail the step, warn, or nothing. With fail, warn and off, an input whose "
-        "stored bytes still hash to the byte digest recorded with it takes the recorded digest "
-        "without hashing its rows; rows: always hash the rows, and fail on a difference.",
-    )
-    code_folder: str | None = Field(
-        default=None,
-        description="Folder (or .py file) hashed into code_hash for every asset; default: the "
-        "folder of the module defining the asset (asset metadata ubunye/code_folder wins).",
-    )
-    storage_options: dict[str, Any] = Field(
-        default_factory=dict, description="fsspec options for a lineage folder on object storage."
-    )
-    durable_records: bool = Field(
-        default=False,
-        description="Flush each local record file and its folder to disk (fsync) before it "
-        "counts as saved, so records survive a power loss. Off, a record is still written whole "
-        "or not at all (a temporary file renamed into place); on costs two disk flushes a save.",
-    )
-
-    @field_validator("usecase")
-    @classmethod
-    def _safe_usecase(cls, value: str) -> str:
-        return check_usecase(value)
-
-    def store(self) -> LineageStore:
-        """The lineage store records are saved in."""
-        from upath import UPath
-
-        durable = self.durable_records
-        if self.lineage_dir:
-            return LineageStore(UPath(self.lineage_dir, **self.storage_options), durable=durable)
-        return LineageStore.for_usecase_dir(
-            UPath(self.usecase_dir, **self.storage_options), durable=durable
-        )
+class UbunyeResource(dg.ConfigurableResource, RecordSettings):
+    """Settings of the run records (where, under which usecase, what is hashed: the fields of
+    ``RecordSettings``) and a recorder."""
 
     def fingerprint(self, frame: Any) -> Fingerprint:
         """rows-v1 of a pandas, Arrow, polars or Spark frame; a failure says why (never raises)."""

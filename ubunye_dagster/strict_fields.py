@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import difflib
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, model_validator
 
@@ -42,12 +42,22 @@ def _problem(owner: str, name: str, fields: list[str], belongs_to: Mapping[str, 
     return f"{owner} has no field '{name}'{hint}"
 
 
-class StrictSettings(BaseModel):
-    """A frozen settings model that refuses a field it does not have, naming the closest ones."""
+class StrictFields(BaseModel):
+    """A model that refuses a field it does not have, naming the closest ones (``extra="forbid"``
+    in its JSON schema too)."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid")
+    #: The class whose name and fields the refusal gives: this class when None, or the class a
+    #: derived model stands for (a component's YAML model names the component).
+    fields_of: ClassVar[type | None] = None
 
     @model_validator(mode="before")
     @classmethod
     def _known_fields_only(cls, data: Any) -> Any:
-        return refuse_unknown_fields(cls, data)
+        return refuse_unknown_fields(cls.fields_of or cls, data)
+
+
+class StrictSettings(StrictFields):
+    """Settings: a frozen ``StrictFields`` model."""
+
+    model_config = ConfigDict(frozen=True)

@@ -12,6 +12,7 @@ import dagster as dg
 import pandas as pd
 import pytest
 from dagster._core.definitions.reconstruct import ReconstructableJob
+from sample_records import sample_record
 
 from ubunye_core.records.model import RunRecord
 from ubunye_core.store import LineageStore
@@ -121,12 +122,9 @@ def test_a_record_whose_run_is_still_going_is_left_alone(tmp_path):
                 event_type_value=dg.DagsterEventType.RUN_START.value, job_name=run.job_name
             ),
         )
-        record = RunRecord(
-            run_id=run.run_id,
-            task_path="dagster/default/ledger",
-            usecase="dagster",
-            package="default",
-            task_name="ledger",
+        record = sample_record(
+            run.run_id,
+            "dagster/default/ledger",
             started_at="2026-12-05T12:00:00.000000Z",
             status="running",
             variables={"asset_key": "ledger"},

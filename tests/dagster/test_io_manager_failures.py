@@ -387,6 +387,7 @@ def test_a_rule_naming_a_missing_column_is_refused_and_nothing_is_written(tmp_pa
         ({"banana": "a"}, "unknown rule kind 'banana'"),
         ({"not_nul": "a"}, "unknown rule kind 'not_nul' \\(did you mean 'not_null'\\?\\)"),
         ({"one_off": {"column": "a", "values": [1]}}, "did you mean 'one_of'"),
+        ({"between": {"column": "a", "maxx": 1}}, "Between has no field 'maxx' \\(did you mean"),
         ("not_null", "is a mapping like"),
     ],
 )

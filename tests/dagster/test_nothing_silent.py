@@ -11,6 +11,7 @@ import pytest
 
 from ubunye_core.store import LineageStore
 from ubunye_dagster import UbunyeIOManager, UbunyeResource
+from ubunye_dagster.components import UbunyeReceipts
 from ubunye_dagster.strict_fields import UnknownSettingError
 
 
@@ -35,6 +36,14 @@ def test_a_misspelled_io_manager_field_is_refused_with_the_closest_names():
         UnknownSettingError, match=r"no field 'base_pth' \(did you mean 'base_path'\?\)"
     ):
         UbunyeIOManager(base_pth="data")
+
+
+def test_a_misspelled_component_attribute_is_refused_naming_the_component_and_the_closest():
+    with pytest.raises(UnknownSettingError) as caught:
+        UbunyeReceipts.model().model_validate({"base_pth": "data"})
+    assert str(caught.value).startswith(
+        "UbunyeReceipts has no field 'base_pth' (did you mean 'base_path'?)"
+    )
 
 
 def test_settings_given_at_launch_through_run_config_still_load(tmp_path):

@@ -28,6 +28,7 @@ from openlineage.client.facet_v2 import (
     tags_run,
 )
 from openlineage.client.serde import Serde
+from sample_records import sample_record
 
 from ubunye_core.openlineage.events import (
     RECEIPT_FACET_KEY,
@@ -105,12 +106,9 @@ def finished_record(tmp_path: Path, status: str = "success") -> RunRecord:
     orders = str(tmp_path / "data" / "orders.parquet")
     inputs = [step_of(ORDERS, "orders", "input", orders)]
     outputs = [step_of(TOTALS, "result", "output", "s3://shop-bucket/sales/totals.parquet")]
-    return RunRecord(
-        run_id="4c6cbd7e-1f0a-4d5b-9d0e-3b1f2a9c8e71",
-        task_path="dagster/sales/sales.totals",
-        usecase="dagster",
-        package="sales",
-        task_name="sales.totals",
+    return sample_record(
+        "4c6cbd7e-1f0a-4d5b-9d0e-3b1f2a9c8e71",
+        "dagster/sales/sales.totals",
         started_at="2026-11-30T10:00:00.000000+00:00",
         ended_at="2026-11-30T10:00:02.500000+00:00",
         status=status,

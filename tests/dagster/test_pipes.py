@@ -71,6 +71,12 @@ class Shop:
     def extras(self, **more: Any) -> dict[str, Any]:
         return {"source": str(self.source), "target": str(self.target), **more}
 
+    def run(self, job: str, ubunye: UbunyeResource, pipes: Any, context: Any, **extras: Any):
+        """The shop's ``job`` run by the Pipes client ``pipes`` for the asset's ``context``, with
+        the shop's extras and ``extras``; each receipt it reports saved as its asset's record."""
+        command, more = self.command(job), self.extras(**extras)
+        return ubunye.run_pipes(pipes, context=context, command=command, extras=more)
+
     def record(self, task_path: str, run_id: str) -> RunRecord:
         return LineageStore.for_usecase_dir(self.root).load(task_path, run_id)
 
@@ -82,12 +88,7 @@ def orders_asset(shop: Shop, **extras: Any) -> dg.AssetsDefinition:
     def orders(
         context: dg.AssetExecutionContext, ubunye: UbunyeResource, pipes: dg.PipesSubprocessClient
     ) -> dg.MaterializeResult:
-        return ubunye.run_pipes(
-            pipes,
-            context=context,
-            command=shop.command("orders_job.py"),
-            extras=shop.extras(**extras),
-        ).get_materialize_result()
+        return shop.run("orders_job.py", ubunye, pipes, context, **extras).get_materialize_result()
 
     return orders
 
@@ -102,12 +103,7 @@ def shop_assets(shop: Shop, **extras: Any) -> dg.AssetsDefinition:
     def shop_job(
         context: dg.AssetExecutionContext, ubunye: UbunyeResource, pipes: dg.PipesSubprocessClient
     ):
-        return ubunye.run_pipes(
-            pipes,
-            context=context,
-            command=shop.command("shop_job.py"),
-            extras=shop.extras(**extras),
-        ).get_results()
+        return shop.run("shop_job.py", ubunye, pipes, context, **extras).get_results()
 
     return shop_job
 

@@ -56,6 +56,17 @@ def record_of(root: Path, task: str, run_id: str):
     return LineageStore.for_usecase_dir(root).load(f"dagster/default/{task}", run_id)
 
 
+def verified_read(root: Path, run_id: str, writer: str, reader: str):
+    """``writer``'s output in run ``run_id`` and ``reader``'s record, whose one input is that
+    output, its digest verified against the writer's."""
+    written = record_of(root, writer, run_id).outputs[0]
+    record = record_of(root, reader, run_id)
+    [read] = record.inputs
+    assert read.data_hash == written.data_hash
+    assert read.source_note.startswith("verified")
+    return written, record
+
+
 @dg.asset
 def pandas_people() -> pd.DataFrame:
     return TABLE.to_pandas()
@@ -92,12 +103,8 @@ def test_a_spark_input_is_hashed_and_verified_against_the_writer(tmp_path, spark
         [pandas_people, spark_reader], resources=resources(tmp_path, spark_config)
     )
 
-    written = record_of(tmp_path, "pandas_people", result.run_id).outputs[0]
-    record = record_of(tmp_path, "spark_reader", result.run_id)
-    [read] = record.inputs
-    assert read.data_hash == written.data_hash
-    assert read.hash_basis == "recomputed"
-    assert read.source_note.startswith("verified")
+    record = verified_read(tmp_path, result.run_id, "pandas_people", "spark_reader")[1]
+    assert record.inputs[0].hash_basis == "recomputed"
     assert record.outputs[0].row_count == 3
 
 
@@ -282,11 +289,7 @@ def test_a_spark_asset_loads_into_pandas_and_keeps_its_digest(tmp_path, spark, s
         [spark_people, people_in_pandas], resources=resources(tmp_path, spark_config)
     )
 
-    written = record_of(tmp_path, "spark_people", result.run_id).outputs[0]
-    record = record_of(tmp_path, "people_in_pandas", result.run_id)
-    [read] = record.inputs
-    assert read.data_hash == written.data_hash
-    assert read.source_note.startswith("verified")
+    written, record = verified_read(tmp_path, result.run_id, "spark_people", "people_in_pandas")
     assert record.outputs[0].data_hash == written.data_hash
 
 

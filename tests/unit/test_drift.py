@@ -8,11 +8,6 @@ from typing import get_args
 import pytest
 
 from ubunye_core.records.drift import (
-    DEFAULT_FLAG_REASONS,
-    DRIFT_REASONS,
-    INPUTS_CHANGED,
-    INPUTS_UNKNOWN,
-    SAME_INPUTS,
     SOURCE_EXPLANATION,
     DriftEvidence,
     FlagReason,
@@ -25,6 +20,13 @@ from ubunye_core.records.drift import (
     validate_flag_reasons,
 )
 from ubunye_core.records.model import RunRecord
+from ubunye_core.records.vocabulary import (
+    DEFAULT_FLAG_REASONS,
+    DRIFT_REASONS,
+    INPUTS_CHANGED,
+    INPUTS_UNKNOWN,
+    SAME_INPUTS,
+)
 
 # Runs no Dagster: CI runs it on the newest Dagster only (tests/unit/test_code_shape.py checks).
 pytestmark = pytest.mark.dagster_free

@@ -7,6 +7,7 @@ import json
 
 import pytest
 from pydantic import ValidationError
+from sample_records import sample_record
 
 from ubunye_core.records.model import RECORD_VERSION, RunRecord, StepRecord
 from ubunye_rows.hashing.digest import Fingerprint
@@ -41,12 +42,9 @@ def full_record() -> RunRecord:
         source_note="the digest is of what was read",
     )
     out = step.model_copy(update={"name": "daily", "direction": "output", "hash_basis": None})
-    return RunRecord(
-        run_id="0f1e2d3c-run",
-        task_path="shop/sales/daily",
-        usecase="shop",
-        package="sales",
-        task_name="daily",
+    return sample_record(
+        "0f1e2d3c-run",
+        "shop/sales/daily",
         profile="dev",
         model="etl",
         version="1.2",

@@ -26,8 +26,8 @@ from ubunye_dagster.drift.sensor import drift_sensor
 from ubunye_dagster.drift.settings import DriftSensorSettings
 from ubunye_dagster.io.io_manager import UbunyeIOManager
 from ubunye_dagster.receipts.failed_steps import build_failed_steps_sensor
+from ubunye_dagster.receipts.settings import RecordSettings
 from ubunye_dagster.resource import UbunyeResource
-from ubunye_dagster.strict_fields import StrictSettings
 
 #: The resource key Dagster stores an asset under when it names no IO manager.
 DEFAULT_IO_MANAGER_KEY = "io_manager"
@@ -40,33 +40,19 @@ def _described(cls: type, name: str) -> str | None:
     return cls.model_fields[name].description  # type: ignore[attr-defined]
 
 
-class ReceiptSettings(StrictSettings):
+class ReceiptSettings(RecordSettings):
     """Where data and records go, how inputs are treated, and the drift sensor: the fields of
-    ``UbunyeIOManager`` and ``UbunyeResource`` (``storage_options`` serves both: data and records
-    on the same store) and ``build_drift_sensor``'s arguments."""
+    ``UbunyeResource`` (``RecordSettings``, whose ``storage_options`` serves the data too: data
+    and records on the same store), of ``UbunyeIOManager`` and ``build_drift_sensor``'s
+    arguments."""
 
     base_path: str = Field("data", description=_described(UbunyeIOManager, "base_path"))
-    # Plain defaults, not default_factory: Dagster 1.10's component model merges a field's own
-    # default into it, which pydantic refuses beside a default_factory.
-    storage_options: dict[str, Any] = Field(
-        default={},
-        description="fsspec options for base_path and the lineage folder (credentials, endpoint).",
-    )
     format: Literal["parquet", "delta"] = Field(
         "parquet", description=_described(UbunyeIOManager, "format")
     )
     spark_resource_key: str = Field(
         "pyspark", description=_described(UbunyeIOManager, "spark_resource_key")
     )
-    usecase_dir: str = Field(".", description=_described(UbunyeResource, "usecase_dir"))
-    lineage_dir: str | None = Field(None, description=_described(UbunyeResource, "lineage_dir"))
-    usecase: str = Field("dagster", description=_described(UbunyeResource, "usecase"))
-    hash_inputs: bool = Field(True, description=_described(UbunyeResource, "hash_inputs"))
-    verify_reads: Literal["fail", "warn", "off", "rows"] = Field(
-        "fail", description=_described(UbunyeResource, "verify_reads")
-    )
-    code_folder: str | None = Field(None, description=_described(UbunyeResource, "code_folder"))
-    durable_records: bool = Field(False, description=_described(UbunyeResource, "durable_records"))
     drift_sensor: DriftSensorSettings | None = Field(
         default=DriftSensorSettings(),
         description="build_drift_sensor's arguments; null for no sensor.",
@@ -111,8 +97,7 @@ class ReceiptSettings(StrictSettings):
 
     def resource(self) -> UbunyeResource:
         """The ``UbunyeResource`` these settings describe."""
-        fields = set(UbunyeResource.model_fields) & set(type(self).model_fields)
-        return UbunyeResource(**{name: getattr(self, name) for name in sorted(fields)})
+        return UbunyeResource(**{name: getattr(self, name) for name in RecordSettings.model_fields})
 
     def io_manager(self) -> UbunyeIOManager:
         """The ``UbunyeIOManager`` these settings describe."""

@@ -22,10 +22,11 @@ import difflib
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Literal, Protocol
 
-from pydantic import BaseModel, ConfigDict, ValidationError, field_validator, model_validator
+from pydantic import ValidationError, field_validator, model_validator
 
 from ubunye_dagster.receipts.metadata import EXPECTATIONS as EXPECTATIONS_KEY
 from ubunye_dagster.receipts.metadata import definition_metadata, plain
+from ubunye_dagster.strict_fields import StrictFields, UnknownSettingError
 
 RULE_KINDS = ("not_null", "unique", "between", "one_of", "row_count")
 
@@ -51,13 +52,7 @@ class ExpectationFailed(Exception):
         )
 
 
-class _Strict(BaseModel):
-    """A rule part that refuses keys it does not know (a typo is an error, not a no-op)."""
-
-    model_config = ConfigDict(extra="forbid")
-
-
-class Between(_Strict):
+class Between(StrictFields):
     """``column`` stays within ``min``..``max``, both inclusive; one bound may be omitted."""
 
     column: str
@@ -71,14 +66,14 @@ class Between(_Strict):
         return self
 
 
-class OneOf(_Strict):
+class OneOf(StrictFields):
     """``column`` holds only the listed ``values``."""
 
     column: str
     values: list[Any]
 
 
-class RowCount(_Strict):
+class RowCount(StrictFields):
     """The output has between ``min`` and ``max`` rows, both inclusive; either may be omitted."""
 
     min: int | None = None
@@ -91,7 +86,7 @@ class RowCount(_Strict):
         )
 
 
-class Rule(_Strict):
+class Rule(StrictFields):
     """One declared expectation: exactly one kind, a severity, and a name that defaults to the
     columns it reads joined with its kind (``order_id_unique``), or the kind alone."""
 
@@ -162,19 +157,24 @@ def parse_rules(declared: Any, *, where: str = EXPECTATIONS_KEY) -> list[Rule]:
         _refuse_unknown_keys(entry, f"{where}[{position}] {entry!r}")
         try:
             rules.append(Rule.model_validate(entry))
-        except ValidationError as exc:
-            problems = "; ".join(
-                f"{'.'.join(str(p) for p in err['loc']) or 'rule'}: {err['msg']}"
-                for err in exc.errors()
-            )
+        except (ValidationError, UnknownSettingError) as exc:
             raise ExpectationError(
-                f"{where}[{position}] {entry!r} is not a valid rule: {problems}"
+                f"{where}[{position}] {entry!r} is not a valid rule: {_problems(exc)}"
             ) from None
     names = [rule.name for rule in rules]
     repeated = sorted({name for name in names if names.count(name) > 1})
     if repeated:
         raise ExpectationError(f"{where}: rule names must differ; repeated: {', '.join(repeated)}")
     return rules
+
+
+def _problems(exc: ValidationError | UnknownSettingError) -> str:
+    """What validating a rule found: each problem at its place, or the key a part does not have."""
+    if isinstance(exc, UnknownSettingError):
+        return str(exc)
+    return "; ".join(
+        f"{'.'.join(str(p) for p in err['loc']) or 'rule'}: {err['msg']}" for err in exc.errors()
+    )
 
 
 def validate_declared_expectations(assets: Iterable[Any]) -> None:

@@ -6,9 +6,9 @@ and snapshot gets its receipt, in a components project's ``defs.yaml``::
       project: "{{ project_root }}/dbt_shop"
 
 It takes the component's own attributes unchanged, and where records go (``usecase_dir``,
-``lineage_dir``, ``usecase``: ``UbunyeResource``'s fields and defaults, which the project's
-``UbunyeReceipts`` component uses too). Its templates know ``on_content_change``, so the dbt
-assets can run only when what they read changed::
+``lineage_dir``, ``usecase``: the fields of ``RecordLocation``, with its defaults and checks,
+which ``UbunyeResource`` and the project's ``UbunyeReceipts`` component have too). Its templates
+know ``on_content_change``, so the dbt assets can run only when what they read changed::
 
       translation:
         automation_condition: "{{ on_content_change() }}"
@@ -28,23 +28,24 @@ from dagster_dbt import DbtCliResource, DbtProjectComponent
 from ubunye_dagster.automation.adopt import content_sensors
 from ubunye_dagster.automation.conditions import on_content_change
 from ubunye_dagster.dbt.receipts import with_dbt_receipts
-from ubunye_dagster.receipts.identity import DEFAULT_USECASE
+from ubunye_dagster.receipts.settings import RecordLocation, location_dataclass
 from ubunye_dagster.resource import UbunyeResource
 
 
 @dataclass
-class UbunyeDbtProjectComponent(DbtProjectComponent):
+class UbunyeDbtProjectComponent(DbtProjectComponent, location_dataclass()):  # type: ignore[misc]
     """A dbt project as assets, each materialisation with its receipt (``with_dbt_receipts``)."""
 
-    usecase_dir: str = "."
-    lineage_dir: str | None = None
-    usecase: str = DEFAULT_USECASE
+    def __post_init__(self) -> None:
+        self.location()  # a bad place is refused as the component loads, as RecordLocation does
+
+    def location(self) -> RecordLocation:
+        """Where this component's records go, checked."""
+        return RecordLocation(**{name: getattr(self, name) for name in RecordLocation.model_fields})
 
     def ubunye(self) -> UbunyeResource:
-        """Where this component's records go."""
-        return UbunyeResource(
-            usecase_dir=self.usecase_dir, lineage_dir=self.lineage_dir, usecase=self.usecase
-        )
+        """The resource recording this component's dbt nodes where its records go."""
+        return UbunyeResource(**self.location().model_dump())
 
     def execute(self, context: dg.AssetExecutionContext, dbt: DbtCliResource) -> Iterator[Any]:
         """The component's dbt command, its events with receipts."""

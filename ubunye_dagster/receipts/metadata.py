@@ -21,6 +21,7 @@ from ubunye_core.records.drift import DETERMINISTIC_VARIABLE
 from ubunye_core.records.model import SKETCH_FIELD, RunRecord, StepRecord
 from ubunye_core.records.sketches import recorded_sketch, step_sketch
 from ubunye_dagster.dagster_internals import CODE_VERSION_TAG, INPUT_DATA_VERSION_TAG_PREFIX
+from ubunye_rows.hashing import Fingerprint
 
 DATA_HASH = "ubunye/data_hash"
 SCHEMA_HASH = "ubunye/schema_hash"
@@ -229,15 +230,19 @@ class RecordedOutput(drift.DriftEvidence):
     def proven_input(self, name: str, storage: str, location: str, seconds: float) -> StepRecord:
         """The input step of stored bytes found to hash to this receipt's byte digest (in
         ``seconds``): the recorded digest, proven by the bytes, the rows not hashed again."""
-        step = StepRecord(
+        # Each is set: bytes_algorithm offers a byte proof only of a whole receipt.
+        recorded = Fingerprint(
+            schema_hash=self.schema_hash,  # type: ignore[arg-type]
+            data_hash=self.data_hash,
+            row_count=self.row_count,
+            method=self.hash_method,  # type: ignore[arg-type]
+        )
+        step = StepRecord.from_fingerprint(
+            recorded,
             name=name,
             direction="input",
             format=storage,
             location=location,
-            row_count=self.row_count,
-            schema_hash=self.schema_hash,
-            data_hash=self.data_hash,
-            hash_method=self.hash_method,
             hash_seconds=round(seconds, 6),
             hash_basis="stored-bytes",
             bytes_hash=self.bytes_hash,
