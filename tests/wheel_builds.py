@@ -3,8 +3,9 @@ manylinux wheel, maturin linking with zig against glibc 2.17; the ubunye-dagster
 pure-Python wheel), and fresh venvs holding them: for the wheel test and for the deployment
 test's code location.
 
-:func:`built_distributions` builds once per content of the sources, in the test cache folder
-(``$UBUNYE_TEST_CACHE``), so the two tests, and a second session on the same sources, share it.
+:func:`built_distributions` builds each distribution once per content of its sources, in the
+test cache folder (``$UBUNYE_TEST_CACHE``), so the two tests, and a later session on the same
+sources, share it.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ import platform
 import subprocess
 import sys
 import tarfile
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -132,38 +133,40 @@ def constraints_of_this_environment(path: Path, own: set[str]) -> Path:
     return path
 
 
-def _sources_digest() -> str:
-    """A digest of every file git tracks or would track (not ignored) in the distributions'
-    source folders: an edit, committed or not, builds anew."""
+def _sources_digest(distribution: Distribution) -> str:
+    """A digest of every file git tracks or would track (not ignored) in ``distribution``'s
+    sources: an edit, committed or not, builds it anew. The rows distribution is ``rows/``; the
+    other is everything else at the top and in its packages (``rows/`` holds none of it)."""
     listed = run(
         ["git", "ls-files", "--cached", "--others", "--exclude-standard", "-z"], cwd=ROOT
     ).stdout.split("\0")
+    prefix = distribution.source.relative_to(ROOT).as_posix() + "/"
+    owned = ("rows/",) if prefix == "rows/" else tuple(f"{p}/" for p in distribution.packages)
     digest = hashlib.sha256(sys.version.encode())
     for name in sorted(filter(None, listed)):
         path = ROOT / name
-        if path.is_file() and (name.startswith(("rows/", "ubunye_")) or "/" not in name):
+        if path.is_file() and (name.startswith(owned) or (prefix == "./" and "/" not in name)):
             digest.update(name.encode() + b"\0" + path.read_bytes() + b"\0")
     return digest.hexdigest()[:16]
 
 
-def _build_all(folder: Path) -> None:
-    """Build every distribution's sdist and wheel into ``folder/<index>/``."""
-    rows, dagster = folder / "0", folder / "1"
-    rows.mkdir()
-    dagster.mkdir()
-    build_rows(rows)
-    build_pure_python(ROOT, dagster)
+#: How each distribution is built into a folder: the sdist and the wheel.
+BUILDERS: tuple[Callable[[Path], object], ...] = (
+    build_rows,
+    lambda folder: build_pure_python(ROOT, folder),
+)
 
 
 @functools.cache
 def built_distributions() -> tuple[tuple[Path, Path], ...]:
-    """``(sdist, wheel)`` of each distribution, in ``DISTRIBUTIONS`` order, built once per
-    content of the sources (looked up once per test process)."""
-    ready = built_once(cache_root().parent / "wheels" / _sources_digest(), _build_all)
+    """``(sdist, wheel)`` of each distribution, in ``DISTRIBUTIONS`` order, each built once per
+    content of its own sources (so a change to the glue does not rebuild the kernel's wheel)."""
     built = []
-    for index in range(len(DISTRIBUTIONS)):
-        [sdist] = (ready / str(index)).glob("*.tar.gz")
-        [wheel] = (ready / str(index)).glob("*.whl")
+    for index, (distribution, build) in enumerate(zip(DISTRIBUTIONS, BUILDERS, strict=True)):
+        name = f"{index}-{_sources_digest(distribution)}"
+        ready = built_once(cache_root().parent / "wheels" / name, build)
+        [sdist] = ready.glob("*.tar.gz")
+        [wheel] = ready.glob("*.whl")
         built.append((sdist, wheel))
     return tuple(built)
 
