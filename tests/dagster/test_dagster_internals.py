@@ -424,3 +424,23 @@ def test_an_automation_sensor_still_says_whether_the_daemon_or_the_definitions_e
 
     answers = [internals.evaluated_in_user_code(s) for s in (in_code, in_daemon, plain_sensor)]
     assert answers == [True, False, None]
+
+
+def test_a_listener_still_hears_each_step_start_of_its_run_as_the_event_log_stores_it():
+    heard: list = []
+    with dg.DagsterInstance.ephemeral() as instance:
+        run_id = "0f6b3a52-8d4c-4d2a-9a65-7a1f7c1d2e3f"
+        assert internals.listen_to_run_events(instance, run_id, heard.append)
+        defs = dg.Definitions(assets=[prices, costs], jobs=[dg.define_asset_job("both")])
+        defs.resolve_job_def("both").execute_in_process(instance=instance, run_id=run_id)
+        stored = instance.get_records_for_run(run_id, of_type=dg.DagsterEventType.STEP_START)
+
+    starts = {
+        entry.step_key: entry.timestamp
+        for entry in heard
+        if entry.dagster_event_type == dg.DagsterEventType.STEP_START
+    }
+    assert starts == {
+        r.event_log_entry.step_key: r.event_log_entry.timestamp for r in stored.records
+    }
+    assert set(starts) == {"prices", "costs"}

@@ -242,3 +242,29 @@ def test_the_hash_beside_the_parquet_encoder_leaves_it_a_core(tmp_path, monkeypa
     assert run([source("encoded", TABLE)], tmp_path).success
     assert seen == [1]
     assert lanes.hash_threads() == 2  # outside the write, every core again
+
+
+def test_an_encoder_that_fails_fails_its_step_leaves_nothing_staged_and_later_writes_go_on(
+    tmp_path, monkeypatch
+):
+    real_write = arrow_files._write_parquet
+    failures = iter([OSError("disk full")])
+
+    def failing_once(table, sink):
+        failure = next(failures, None)
+        if failure is not None:
+            raise failure
+        return real_write(table, sink)
+
+    monkeypatch.setattr(arrow_files, "_write_parquet", failing_once)
+    failed = run([source("encoded", TABLE)], tmp_path, raise_on_error=False)
+    assert not failed.success
+    assert "disk full" in str(failed.failure_data_for_node("encoded").error)
+    data = tmp_path / "data"
+    assert [p.name for p in data.rglob("*") if p.is_file()] == []  # nothing staged or stored
+    record = record_of(tmp_path, "encoded", failed.run_id)
+    assert record.status == "error"
+
+    for _ in range(6):  # more writes than the process keeps helper threads
+        assert run([source("encoded", TABLE)], tmp_path).success
+    assert read_stored(data / "encoded.parquet").table.equals(TABLE)

@@ -257,6 +257,30 @@ def test_an_openlineage_yml_in_the_working_directory_configures_a_file_transport
     assert [json.loads(line)["eventType"] for line in lines] == ["START", "COMPLETE"]
 
 
+def test_an_openlineage_yml_in_the_home_folder_configures_a_file_transport(tmp_path):
+    events_file = tmp_path / "events.jsonl"
+    (tmp_path / "home" / ".openlineage").mkdir(parents=True)
+    (tmp_path / "home" / ".openlineage" / "openlineage.yml").write_text(
+        f"transport:\n  type: file\n  log_file_path: {events_file}\n  append: true\n",
+        encoding="utf-8",
+    )
+
+    assert emit_run_events(finished_record(tmp_path)) == 2
+    assert len(events_file.read_text(encoding="utf-8").splitlines()) == 2
+
+
+def test_a_transport_set_by_openlineage_variables_alone_configures_the_client(
+    tmp_path, monkeypatch
+):
+    events_file = tmp_path / "events.jsonl"
+    monkeypatch.setenv("OPENLINEAGE__TRANSPORT__TYPE", "file")
+    monkeypatch.setenv("OPENLINEAGE__TRANSPORT__LOG_FILE_PATH", str(events_file))
+    monkeypatch.setenv("OPENLINEAGE__TRANSPORT__APPEND", "true")
+
+    assert emit_run_events(finished_record(tmp_path)) == 2
+    assert len(events_file.read_text(encoding="utf-8").splitlines()) == 2
+
+
 def test_an_unreachable_backend_is_a_warning_and_never_an_error(tmp_path, monkeypatch):
     with Collector() as closed:
         url = closed.url  # a loopback port that nothing listens on once closed

@@ -15,6 +15,7 @@ from ubunye_core.materialisations.byte_digest import (
     file_digest,
     folder_digest,
     is_data_file,
+    local_file_digest,
 )
 
 # Runs no Dagster: CI runs it on the newest Dagster only (tests/unit/test_code_shape.py checks).
@@ -40,6 +41,16 @@ def test_a_file_digest_is_blake3_of_its_bytes_as_b3sum_writes_it():
 def test_a_file_read_from_its_file_system_digests_like_its_bytes(tmp_path):
     (tmp_path / "one.parquet").write_bytes(b"PAR1" * 5_000_000)
     assert file_digest(LOCAL, str(tmp_path / "one.parquet")) == bytes_digest(b"PAR1" * 5_000_000)
+
+
+@pytest.mark.parametrize("algorithm", ["blake3", "sha256"])
+@pytest.mark.parametrize("data", [b"", b"PAR1" * 5_000_000], ids=["empty", "20MB"])
+def test_a_local_file_read_without_fsspec_digests_like_its_bytes(tmp_path, algorithm, data):
+    path = tmp_path / "one.parquet"
+    path.write_bytes(data)
+    expected = bytes_digest(data, algorithm)
+    assert local_file_digest(str(path), algorithm) == expected
+    assert local_file_digest(str(path), algorithm, every_core=True) == expected
 
 
 def test_a_file_digest_on_every_core_is_the_same_digest(tmp_path):

@@ -87,7 +87,25 @@ def file_digest(
     return f"{algorithm}:{hasher.hexdigest()}"
 
 
+def local_file_digest(
+    path: str, algorithm: str = DEFAULT_ALGORITHM, *, every_core: bool = False
+) -> str:
+    """The digest of one local file, read without fsspec (BLAKE3 maps it, every thread reading
+    its own part; ``every_core``: see :func:`new_hasher`)."""
+    hasher = new_hasher(algorithm, every_core=every_core)
+    if algorithm == "blake3":
+        hasher.update_mmap(path)
+    else:
+        with open(path, "rb") as handle:
+            _hash_stream(hasher, handle)
+    return f"{algorithm}:{hasher.hexdigest()}"
+
+
 def _hash_file(hasher: Any, fs: Any, path: str) -> None:
     with fs.open(path, "rb") as handle:
-        while chunk := handle.read(_CHUNK):
-            hasher.update(chunk)
+        _hash_stream(hasher, handle)
+
+
+def _hash_stream(hasher: Any, handle: Any) -> None:
+    while chunk := handle.read(_CHUNK):
+        hasher.update(chunk)

@@ -10,13 +10,15 @@ same preparation (:func:`pandas_view`).
 from __future__ import annotations
 
 import json
+import os
+import stat
 import time
 from collections.abc import Callable, Mapping
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from functools import cached_property, partial
 from typing import TYPE_CHECKING, Any
 
+from ubunye_core.materialisations.beside import run_beside
 from ubunye_core.paths import is_local
 
 if TYPE_CHECKING:
@@ -169,6 +171,8 @@ def read_stored(
     if format != "parquet":
         raise ValueError(f"cannot read a stored {format!r} materialisation (parquet or delta)")
     fs, path = file_system_of(location, storage_options or {})
+    if _is_local(fs):  # one stat says whether it is there and whether it is a folder
+        return _read_parquet(fs, path, str(location), digest_with)
     try:
         stored = fs.exists(path)
     except Exception as exc:  # whatever the store's client raises: credentials, endpoint
@@ -203,29 +207,67 @@ def _timed(compute: Callable[[], str]) -> tuple[str, float]:
     return compute(), time.perf_counter() - started
 
 
+#: Files up to this size are digested in the reading thread: handing a few hundred kilobytes
+#: to a helper thread costs about what digesting them does.
+DIGEST_BESIDE_BYTES = 1 << 20
+
+
 def _read_parquet(fs: Any, path: str, location: str, digest_with: str | None) -> StoredTable:
     """The Parquet file, or folder of part files, at ``path`` on ``fs`` as one table with its
     notes. A file is read into memory once: the digest and the decode share those bytes."""
+    import pyarrow.parquet as pq
+
+    from ubunye_core.materialisations.byte_digest import folder_digest
+
+    if _is_local(fs):
+        folder, data = _local_file_or_folder(path, location)
+    else:
+        folder = fs.isdir(path)
+        data = None if folder else fs.cat_file(path)
+    if not folder:
+        return _read_parquet_bytes(data, location, digest_with)
+    pending = None
+    if digest_with:
+        pending = run_beside(_timed, partial(folder_digest, fs, path, digest_with))
+    table = pq.read_table(path, filesystem=None if _is_local(fs) else fs)
+    notes = read_sidecar(fs, path) or footer_notes(table.schema)
+    bytes_hash, seconds = pending.result() if pending is not None else (None, 0.0)
+    return StoredTable(location, table, notes, bytes_hash, seconds)
+
+
+def _local_file_or_folder(path: str, location: str) -> tuple[bool, bytes | None]:
+    """Whether the local ``path`` is a folder, and a file's bytes (FileNotFoundError, as for
+    nothing stored, when it cannot be seen)."""
+    try:
+        folder = stat.S_ISDIR(os.stat(path).st_mode)
+    except OSError as exc:
+        raise FileNotFoundError(f"nothing is stored at {location}") from exc
+    if folder:
+        return True, None
+    with open(path, "rb") as handle:
+        return False, handle.read()
+
+
+def _read_parquet_bytes(data: bytes, location: str, digest_with: str | None) -> StoredTable:
+    """One Parquet file's bytes decoded with its footer parsed once, digested beside the decode
+    (in this thread when small); the table's schema metadata is the writer's table's, as
+    ``pq.read_table`` gives it (the footer's notes are not among it)."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from ubunye_core.materialisations.byte_digest import bytes_digest, folder_digest
+    from ubunye_core.materialisations.byte_digest import bytes_digest
 
-    folder = fs.isdir(path)
-    if folder:
-        digest = partial(folder_digest, fs, path, digest_with or "")
+    digest = partial(_timed, partial(bytes_digest, data, digest_with or ""))
+    pending = None
+    if digest_with and len(data) > DIGEST_BESIDE_BYTES:
+        pending = run_beside(digest)
+    file = pq.ParquetFile(pa.BufferReader(data))
+    table = file.read().replace_schema_metadata(file.schema_arrow.metadata)
+    notes = footer_notes(file.metadata)
+    if pending is not None:
+        bytes_hash, seconds = pending.result()
     else:
-        data = fs.cat_file(path)
-        digest = partial(bytes_digest, data, digest_with or "")
-    with ThreadPoolExecutor(max_workers=1) as pool:
-        pending = pool.submit(_timed, digest) if digest_with else None
-        if folder:
-            table = pq.read_table(path, filesystem=None if _is_local(fs) else fs)
-            notes = read_sidecar(fs, path) or footer_notes(table.schema)
-        else:
-            table = pq.read_table(pa.BufferReader(data))
-            notes = footer_notes(pq.read_metadata(pa.BufferReader(data)))
-        bytes_hash, seconds = pending.result() if pending is not None else (None, 0.0)
+        bytes_hash, seconds = digest() if digest_with else (None, 0.0)
     return StoredTable(location, table, notes, bytes_hash, seconds)
 
 

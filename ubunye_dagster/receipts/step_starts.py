@@ -1,26 +1,42 @@
-"""When Dagster started a step: its ``STEP_START`` event, read a run at a time.
+"""When Dagster started a step: its ``STEP_START`` event, heard as the process stores it, else
+read a run at a time.
 
-Each read asks the event log only for the step starts logged since the previous read of the same
-run in this process, so a run of many steps costs one short query a step, not a pass over the
-step's events.
+The first read of a run in this process asks the event log for the run's step starts and
+listens from then on to the events the process stores for that run, so a later step of the run
+that starts in this process is known without a query. A step not heard of (its start stored by
+another process) is asked for: only the step starts logged since the previous read of the run.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 import dagster as dg
 
+from ubunye_dagster import dagster_internals as internals
 from ubunye_dagster.receipts.per_run import PerRun
 
 
 @dataclass
 class _RunStarts:
-    """The event log cursor read up to, and the start of each step seen (a retried step's latest
-    attempt)."""
+    """The event log cursor read up to, the start of each step seen (a retried step's latest
+    attempt), and those heard as this process stored them."""
 
     cursor: str | None = None
     starts: dict[str, float] = field(default_factory=dict)
+    heard: dict[str, float] = field(default_factory=dict)
+    listening: bool = False
+
+    def hear(self, entry: Any) -> None:
+        """Note a step start among the run's events as they are stored; never raises (it runs
+        inside Dagster's event handling)."""
+        try:
+            if entry.dagster_event_type == dg.DagsterEventType.STEP_START and entry.step_key:
+                with _STARTS.lock:
+                    self.heard[entry.step_key] = self.starts[entry.step_key] = entry.timestamp
+        except Exception:  # an entry of another shape: nothing heard
+            return
 
 
 _STARTS: PerRun[_RunStarts] = PerRun()
@@ -34,6 +50,10 @@ def step_started_at(
         return None
     with _STARTS.lock:
         seen = _STARTS.setdefault(dagster_run_id, _RunStarts)
+        if step_key in seen.heard:
+            return seen.heard[step_key]
+        if not seen.listening:
+            seen.listening = internals.listen_to_run_events(instance, dagster_run_id, seen.hear)
         try:
             found = instance.get_records_for_run(
                 dagster_run_id, cursor=seen.cursor, of_type=dg.DagsterEventType.STEP_START

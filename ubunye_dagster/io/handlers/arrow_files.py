@@ -14,11 +14,11 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
-import fsspec
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from ubunye_core.materialisations.byte_digest import bytes_digest, file_digest
+from ubunye_core.materialisations.beside import run_beside
+from ubunye_core.materialisations.byte_digest import bytes_digest, local_file_digest
 from ubunye_core.materialisations.staging import remove_dead_staging, staging_name
 from ubunye_core.materialisations.stored import (
     file_system_of,
@@ -146,8 +146,7 @@ class StagedParquetFile:
         self._error: BaseException | None = None
         #: Seconds spent writing (in the thread, then finishing).
         self.seconds = 0.0
-        self._thread = threading.Thread(target=self._write_rows, args=(table,), daemon=True)
-        self._thread.start()
+        self._encoded = run_beside(self._write_rows, table)
 
     def _write_rows(self, table: pa.Table) -> None:
         started = time.perf_counter()
@@ -160,11 +159,11 @@ class StagedParquetFile:
 
     def encoding(self) -> bool:
         """True while the encoder thread is still writing rows (it holds a core)."""
-        return self._thread.is_alive()
+        return not self._encoded.done()
 
     def finish(self, notes: Mapping[str, str]) -> str:
         """Close the file with ``notes`` in its footer and put it in place; returns its digest."""
-        self._thread.join()
+        self._encoded.result()
         started = time.perf_counter()
         if self._error is not None:
             raise self._error
@@ -173,7 +172,7 @@ class StagedParquetFile:
         self._writer = None
         if self.staged is not None:
             # The encoder and the row hash are done: the digest may take every core.
-            digest = file_digest(fsspec.filesystem("file"), self.staged, every_core=True)
+            digest = local_file_digest(self.staged, every_core=True)
             replace_local(self.staged, str(self.path))
             sweep_dead_staging(self.path)
         else:
@@ -185,7 +184,7 @@ class StagedParquetFile:
 
     def abandon(self) -> None:
         """Stop here: nothing is put in place and the staged file is removed."""
-        self._thread.join()
+        self._encoded.result()
         with contextlib.suppress(Exception):  # a writer that failed may not close cleanly
             if self._writer is not None:
                 self._writer.close()
@@ -215,7 +214,7 @@ def sweep_dead_staging(path: Any) -> list[str]:
     this process swept that folder in the last ``SWEEP_INTERVAL_SECONDS``. A sweep that fails (a
     read-only listing, a race) never fails the write that asked for it."""
     folder = native_path(path.parent)
-    key = f"{type(path.fs).__name__}:{folder}"
+    key = f"{path.protocol}:{folder}"
     now = time.monotonic()
     with _SWEPT_LOCK:
         if now - _SWEPT.get(key, -SWEEP_INTERVAL_SECONDS) < SWEEP_INTERVAL_SECONDS:
