@@ -171,14 +171,6 @@ LONGEST_FIRST = (
 )
 
 
-def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
-    """``-n auto``: one worker more than the usable cores. Much of the suite waits on other
-    processes (a daemon's ticks, a webserver or a Spark cluster starting, dbt builds), and while
-    one worker waits a third keeps the cores busy."""
-    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
-    return (cores or 1) + 1
-
-
 #: The folders of the test kinds marked by where they are (``-m "not system"``).
 MARKED_BY_FOLDER = {"system": pytest.mark.system}
 
