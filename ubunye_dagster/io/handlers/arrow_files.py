@@ -143,17 +143,14 @@ class StagedParquetFile:
         else:
             self._sink = pa.BufferOutputStream()
         self._writer: pq.ParquetWriter | None = None
-        self._error: BaseException | None = None
         #: Seconds spent writing (in the thread, then finishing).
         self.seconds = 0.0
         self._encoded = run_beside(self._write_rows, table)
 
     def _write_rows(self, table: pa.Table) -> None:
         started = time.perf_counter()
-        try:
+        try:  # an encoder's error is the future's, raised again by finish in the caller's thread
             self._writer = _write_parquet(table, self._sink)
-        except BaseException as exc:  # raised again by finish, in the caller's thread
-            self._error = exc
         finally:
             self.seconds += time.perf_counter() - started
 
@@ -165,8 +162,6 @@ class StagedParquetFile:
         """Close the file with ``notes`` in its footer and put it in place; returns its digest."""
         self._encoded.result()
         started = time.perf_counter()
-        if self._error is not None:
-            raise self._error
         self._writer.add_key_value_metadata({key: str(value) for key, value in notes.items()})
         self._writer.close()
         self._writer = None
@@ -184,7 +179,7 @@ class StagedParquetFile:
 
     def abandon(self) -> None:
         """Stop here: nothing is put in place and the staged file is removed."""
-        self._encoded.result()
+        self._encoded.exception()  # waits for the encoder; a failed one has nothing to keep
         with contextlib.suppress(Exception):  # a writer that failed may not close cleanly
             if self._writer is not None:
                 self._writer.close()
