@@ -305,16 +305,22 @@ class DagsterDev:
                 raise WebserverError(f"code location {location} failed: {error}")
 
     def launch_run(
-        self, job_name: str, tags: Mapping[str, str] | None = None, *, location: str | None = None
+        self,
+        job_name: str,
+        tags: Mapping[str, str] | None = None,
+        *,
+        location: str | None = None,
+        run_config: Mapping[str, Any] | None = None,
     ) -> str:
-        """Launch a run of one of the jobs of the example (or of ``location``); its run id."""
+        """Launch a run of one of the jobs of the example (or of ``location``), with
+        ``run_config`` if given; its run id."""
         params = {
             "selector": {
                 "repositoryLocationName": location or self.location,
                 "repositoryName": REPOSITORY,
                 "jobName": job_name,
             },
-            "runConfigData": {},
+            "runConfigData": dict(run_config or {}),
             "executionMetadata": {
                 "tags": [{"key": key, "value": value} for key, value in (tags or {}).items()]
             },

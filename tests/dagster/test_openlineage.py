@@ -8,6 +8,9 @@ client's models, which must give back exactly the JSON that was sent.
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 import threading
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -242,6 +245,28 @@ def test_nothing_is_sent_unless_openlineage_is_configured(tmp_path, collector, m
     monkeypatch.setenv("OPENLINEAGE_DISABLED", "true")
     assert emit_run_events(finished_record(tmp_path)) == 0
     assert collector.received == []
+
+
+def test_a_dagster_process_without_openlineage_configured_never_imports_its_client(tmp_path):
+    probe = (
+        "import sys, dagster as dg, pandas as pd\n"
+        "from ubunye_dagster import UbunyeIOManager, UbunyeResource\n"
+        "@dg.asset\n"
+        "def table() -> pd.DataFrame:\n"
+        "    return pd.DataFrame({'a': [1]})\n"
+        f"io = UbunyeIOManager(base_path={str(tmp_path / 'data')!r}, "
+        f"ubunye=UbunyeResource(usecase_dir={str(tmp_path)!r}))\n"
+        "assert dg.materialize([table], resources={'io_manager': io}).success\n"
+        "print(sorted(m for m in sys.modules if m.startswith('openlineage')))\n"
+    )
+    env = {k: v for k, v in os.environ.items() if not k.startswith("OPENLINEAGE")}
+    env["HOME"] = str(tmp_path)
+    found = subprocess.run(
+        [sys.executable, "-c", probe], cwd=tmp_path, env=env, capture_output=True, text=True
+    )
+    assert found.returncode == 0, found.stderr[-3000:]
+    assert found.stdout.splitlines()[-1] == "[]"
+    assert list((tmp_path / ".ubunye").rglob("*.json"))  # the record was written all the same
 
 
 def test_an_openlineage_yml_in_the_working_directory_configures_a_file_transport(tmp_path):

@@ -6,6 +6,7 @@ from __future__ import annotations
 import inspect
 import json
 import shutil
+import sys
 import warnings
 from pathlib import Path
 
@@ -78,30 +79,6 @@ def test_dg_list_defs_shows_the_io_manager_the_sensor_and_the_checks_of_every_as
     }
 
 
-def test_dg_launch_keeps_receipts_records_metadata_data_versions_and_verified_reads(root):
-    launched = run_tool(root, tool("dg"), "launch", "--assets", "orders,revenue")
-    assert launched.returncode == 0, launched.stdout[-3000:] + launched.stderr[-3000:]
-
-    store = LineageStore.for_usecase_dir(project_of(root))
-    [orders] = store.list_runs("dagster/sales/orders")
-    [revenue] = store.list_runs("dagster/sales/revenue")
-    assert orders.status == revenue.status == "success"
-    assert [(e["rule"], e["passed"]) for e in orders.expectations] == [
-        ("amount_not_negative", True)
-    ]
-    [read] = revenue.inputs
-    assert read.name == "orders" and read.data_hash == orders.outputs[0].data_hash
-    assert read.source_note.startswith("verified:")
-    with dg.DagsterInstance.from_config(str(root / "dagster_home")) as instance:
-        [event] = instance.fetch_materializations(dg.AssetKey("revenue"), limit=1).records
-    materialisation = event.asset_materialization
-    metadata = {key: value.value for key, value in materialisation.metadata.items()}
-    assert metadata[DATA_HASH] == revenue.outputs[0].data_hash
-    assert materialisation.tags["dagster/data_version"] == revenue.outputs[0].data_hash
-    assert Path(metadata[RECORD_PATH]).is_file()
-    assert metadata[SUMMARY].startswith("**")
-
-
 def copy_of_project(root: Path, into: Path) -> Path:
     """A copy of the project in ``into`` (``run_tool(into, ..., cwd=copy)`` gives it its own
     Dagster instance, ``into/dagster_home``)."""
@@ -112,12 +89,37 @@ def copy_of_project(root: Path, into: Path) -> Path:
 
 @pytest.fixture(scope="module")
 def launched_with_feed_down(root, tmp_path_factory) -> tuple[Path, object]:
-    """``dg launch --assets '*'`` on a copy of the project, ``feed`` failing before it returns:
-    the copy's root (its Dagster home inside) and the completed process."""
+    """``dg launch --assets '*'`` on a copy of the project, ``feed`` failing before it returns
+    (``orders`` and ``revenue`` do not read it): the copy's root (its Dagster home inside) and
+    the completed process."""
     into = tmp_path_factory.mktemp("feed_down")
     copy = copy_of_project(root, into)
     launched = run_tool(into, tool("dg"), "launch", "--assets", "*", cwd=copy, **{FEED_DOWN: "1"})
     return into, launched
+
+
+def test_dg_launch_keeps_receipts_records_metadata_data_versions_and_verified_reads(
+    launched_with_feed_down,
+):
+    into, _ = launched_with_feed_down
+    store = LineageStore.for_usecase_dir(into / "shop")
+    [orders] = store.list_runs("dagster/sales/orders")
+    [revenue] = store.list_runs("dagster/sales/revenue")
+    assert orders.status == revenue.status == "success"
+    assert [(e["rule"], e["passed"]) for e in orders.expectations] == [
+        ("amount_not_negative", True)
+    ]
+    [read] = revenue.inputs
+    assert read.name == "orders" and read.data_hash == orders.outputs[0].data_hash
+    assert read.source_note.startswith("verified:")
+    with dg.DagsterInstance.from_config(str(into / "dagster_home")) as instance:
+        [event] = instance.fetch_materializations(dg.AssetKey("revenue"), limit=1).records
+    materialisation = event.asset_materialization
+    metadata = {key: value.value for key, value in materialisation.metadata.items()}
+    assert metadata[DATA_HASH] == revenue.outputs[0].data_hash
+    assert materialisation.tags["dagster/data_version"] == revenue.outputs[0].data_hash
+    assert Path(metadata[RECORD_PATH]).is_file()
+    assert metadata[SUMMARY].startswith("**")
 
 
 def test_a_step_failing_before_the_io_manager_under_dg_launch_leaves_its_error_record(
@@ -241,27 +243,31 @@ def error_chain(error: BaseException | None) -> str:
     return "\n".join(messages)
 
 
-def test_on_drift_names_an_import_path_and_a_missing_one_is_refused_naming_it(root, tmp_path):
-    copy = tmp_path / "shop"
-    shutil.copytree(project_of(root), copy)
+def test_on_drift_names_an_import_path_and_a_missing_one_is_refused_naming_it(
+    root, tmp_path, monkeypatch
+):
+    copy = copy_of_project(root, tmp_path)
     # A top-level module: the project's own package may already be imported from `root`.
     (copy / "src" / "shop_alerts.py").write_text(
         "def notify(verdict):\n    print(verdict.summary)\n", encoding="utf-8"
     )
-    outcomes = {}
-    for path in ("shop_alerts.notify", "shop_alerts.notfy"):
-        receipts_yaml(copy).write_text(
-            f"type: {COMPONENT_TYPE}\n\nattributes:\n  on_drift: {path}\n", encoding="utf-8"
-        )
-        outcomes[path] = run_tool(root, tool("dg"), "check", "defs", cwd=copy)
-
-    imported = outcomes["shop_alerts.notify"]
-    assert imported.returncode == 0, imported.stdout + imported.stderr
-    refused = outcomes["shop_alerts.notfy"]
-    assert refused.returncode != 0
+    monkeypatch.syspath_prepend(str(copy / "src"))
+    monkeypatch.delitem(sys.modules, "shop_alerts", raising=False)
+    assert load_with_on_drift(copy, "shop_alerts.notify").sensors
+    with pytest.raises(Exception) as refused:
+        load_with_on_drift(copy, "shop_alerts.notfy")
     assert "on_drift 'shop_alerts.notfy': 'shop_alerts' has no attribute 'notfy'" in (
-        refused.stdout + refused.stderr
+        error_chain(refused.value)
     )
+
+
+def load_with_on_drift(project: Path, path: str) -> dg.Definitions:
+    """The project's definitions loaded afresh with the component's ``on_drift: path``."""
+    receipts_yaml(project).write_text(
+        f"type: {COMPONENT_TYPE}\n\nattributes:\n  on_drift: {path}\n", encoding="utf-8"
+    )
+    with fresh_project_modules():
+        return load_defs_folder(project)
 
 
 def load_defs_folder(project: Path) -> dg.Definitions:

@@ -58,6 +58,20 @@ LOCATIONS_DIR = Path(__file__).resolve().parents[1] / "locations"
 ONE_LINE = "one_line"
 FAILING = "failing_before_io"
 ASSET_JOB = "__ASSET_JOB"
+#: The multiprocess executor of the locations that keep Dagster's default executor, its step
+#: processes forked from a server that imported Dagster, pandas and the glue once (a spawned step
+#: imports them again: about 4 s of CPU each on two cores).
+FORKED_STEPS = {
+    "execution": {
+        "config": {
+            "multiprocess": {
+                "start_method": {
+                    "forkserver": {"preload_modules": ["dagster", "pandas", "ubunye_dagster"]}
+                }
+            }
+        }
+    }
+}
 #: The task path both plain locations' failing asset writes its `error` record to.
 UNREACHABLE_TASK = "dagster/intake/unreachable_source"
 
@@ -109,10 +123,10 @@ def served(tmp_path_factory: pytest.TempPathFactory, request) -> Iterator[Served
             REPO_ROOT,
         ),
     }
-    jobs: dict[str, tuple[str, dict[str, str]]] = {
-        LOCATION: (MAIN_JOB, {"dagster/partition": DAYS[0]}),
-        ONE_LINE: ("everything", {}),
-        FAILING: ("unreachable_job", {}),
+    jobs: dict[str, tuple[str, dict[str, str], dict[str, Any]]] = {
+        LOCATION: (MAIN_JOB, {"dagster/partition": DAYS[0]}, {}),
+        ONE_LINE: ("everything", {}, FORKED_STEPS),
+        FAILING: ("unreachable_job", {}, FORKED_STEPS),
     }
     env: dict[str, str] = {}
     shop_home = root / "shop_home"
@@ -128,7 +142,7 @@ def served(tmp_path_factory: pytest.TempPathFactory, request) -> Iterator[Served
         entries[PROJECT] = workspace_entry(
             f"python_module:\n      module_name: {PROJECT}.definitions", PROJECT, src
         )
-        jobs[PROJECT] = (ASSET_JOB, {})
+        jobs[PROJECT] = (ASSET_JOB, {}, FORKED_STEPS)
         # Only the component's `feed` asset reads it: it fails before it returns anything.
         env[FEED_DOWN] = "1"
         path = [str(src), str(REPO_ROOT), os.environ.get("PYTHONPATH", "")]
@@ -139,8 +153,8 @@ def served(tmp_path_factory: pytest.TempPathFactory, request) -> Iterator[Served
     with DagsterDev(root / "dagster_home", example_home, workspace=workspace, env=env) as server:
         load_errors = server.wait_until_loaded(list(entries), timeout=300)
         run_ids = {
-            location: server.launch_run(job, tags, location=location)
-            for location, (job, tags) in jobs.items()
+            location: server.launch_run(job, tags, location=location, run_config=config)
+            for location, (job, tags, config) in jobs.items()
             if load_errors[location] is None
         }
         statuses = {

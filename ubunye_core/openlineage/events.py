@@ -28,6 +28,7 @@ from openlineage.client.facet_v2 import (
 from openlineage.client.transport.noop import NoopConfig, NoopTransport
 from openlineage.client.uuid import generate_static_uuid
 
+from ubunye_core.openlineage.configuration import configuration_offered
 from ubunye_core.records.model import RunRecord, StepRecord
 from ubunye_core.records.times import required_instant
 
@@ -173,23 +174,12 @@ def run_events(
     ]
 
 
-def _configuration_offered() -> bool:
-    """Whether anything the client reads its configuration from is there: an ``OPENLINEAGE``
-    variable (``OPENLINEAGE_CONFIG`` and ``OPENLINEAGE_URL`` among them) or an
-    ``openlineage.yml`` where it looks. Without one, no client is built (a probe costs a small
-    asset more than its record's file write)."""
-    if any(name.startswith("OPENLINEAGE") for name in os.environ):
-        return True
-    folders = (os.getcwd(), os.path.expanduser(os.path.join("~", ".openlineage")))
-    return any(os.path.isfile(os.path.join(folder, "openlineage.yml")) for folder in folders)
-
-
 def configured_client() -> OpenLineageClient | None:
     """The OpenLineage client as its own configuration sets it up, or None when nothing configures
     a transport (the client would otherwise fall back to printing events) or it is disabled."""
     if os.environ.get("OPENLINEAGE_DISABLED", "").strip().lower() == "true":
         return None
-    if not _configuration_offered():
+    if not configuration_offered():
         return None
     # An explicit no-op transport lets us read the configuration without the client's fallback.
     probe = OpenLineageClient(transport=NoopTransport(NoopConfig()))
