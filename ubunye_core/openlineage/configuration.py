@@ -1,5 +1,5 @@
 """Whether OpenLineage is configured where its client looks, answered without importing the
-client (importing it costs every Dagster process about a third of a second)."""
+client (importing it costs every process about a quarter of a second of CPU)."""
 
 from __future__ import annotations
 
