@@ -19,6 +19,13 @@ from local_spark import build_local_spark_session, local_connect_server
 from session_builds import built_once_per_session, session_folder
 from spark_cluster import spark_standalone_cluster
 
+#: The options of every JVM the tests start (the Spark sessions, the Connect server, the clusters'
+#: daemons and executors, the Thrift server dbt reaches), inherited by the processes they start:
+#: C1 compiles alone and one thread collects. Their work is small and short-lived, and C2's
+#: compiler threads and a parallel collector took about half of their CPU on two cores.
+JVM_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
+os.environ.setdefault("JAVA_TOOL_OPTIONS", JVM_OPTIONS)
+
 #: Settings the tests add to the local session: few shuffle partitions, Arrow transfers.
 TEST_SETTINGS = {
     "spark.sql.shuffle.partitions": "4",
