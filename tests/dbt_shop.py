@@ -7,7 +7,6 @@ or through the Thrift server of the tests' SparkSession (the ``spark`` target)."
 
 import contextlib
 import shutil
-import sys
 import threading
 import time
 from collections.abc import Callable
@@ -22,7 +21,7 @@ import pytest
 
 dagster_dbt = pytest.importorskip("dagster_dbt", reason="the dbt extra is not installed")
 
-from example_project.dbt_models import parsed_manifest  # noqa: E402
+from example_project.dbt_models import dbt_executable, parsed_manifest  # noqa: E402
 from ubunye_core.records.drift import INPUTS_CHANGED, SAME_INPUTS  # noqa: E402
 from ubunye_core.records.model import RunRecord  # noqa: E402
 from ubunye_core.store import LineageStore  # noqa: E402
@@ -46,12 +45,6 @@ POSTGRES_ENV = {
 #: The profile's variable naming the port of the ``spark`` target's Thrift server.
 SPARK_PORT_ENV = "UBUNYE_DBT_SHOP_SPARK_PORT"
 MODELS = ("raw_customers", "raw_orders", "stg_orders", "customer_revenue")
-
-
-def dbt_executable() -> str:
-    """The ``dbt`` installed beside this Python (a venv need not be on PATH)."""
-    beside = Path(sys.executable).with_name("dbt")
-    return str(beside) if beside.exists() else "dbt"
 
 
 @dataclass
