@@ -196,7 +196,7 @@ class _KnownSketches:
     text always unpacks to the same buckets (sketches are immutable), so it is not unpacked
     again; the schema, stored beside the text, must match too."""
 
-    def __init__(self, size: int = 256):
+    def __init__(self, size: int = 64):
         self._size = size
         self._known: OrderedDict[str, Sketch] = OrderedDict()
         self._lock = threading.Lock()
