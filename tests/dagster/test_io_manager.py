@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from unittest import mock
 
 import dagster as dg
 import pandas as pd
@@ -15,6 +16,7 @@ import pytest
 
 from ubunye_core.store import LineageStore
 from ubunye_dagster import UbunyeIOManager, UbunyeResource
+from ubunye_dagster.receipts import subjects
 from ubunye_dagster.receipts.identity import (
     asset_for_record,
     identity_for_asset,
@@ -559,3 +561,32 @@ def test_code_hash_covers_the_folder_named_in_asset_metadata_or_resource_config(
 
 
 FRAME_SMALL = pd.DataFrame({"x": [1]})
+
+
+def test_a_relative_base_path_is_taken_from_the_working_directory_of_each_write(
+    tmp_path, monkeypatch
+):
+    storage = UbunyeIOManager(base_path="data").storage()
+    for folder in ("first", "second"):
+        (tmp_path / folder).mkdir()
+        monkeypatch.chdir(tmp_path / folder)
+        assert storage.base().path == str(tmp_path / folder / "data")
+
+
+def test_each_step_reads_the_subject_of_its_assets_record_from_dagster_once(tmp_path, monkeypatch):
+    spy = mock.Mock(wraps=subjects.step_asset_subject)
+    monkeypatch.setattr(subjects, "step_asset_subject", spy)
+
+    @dg.asset
+    def first() -> pd.DataFrame:
+        return ORDERS
+
+    @dg.asset
+    def second(first: pd.DataFrame) -> pd.DataFrame:
+        return first
+
+    assert run([first, second], tmp_path).success
+    assert run([first, second], tmp_path).success
+    # Each run's step of ``second`` opens its record at the load and closes it at the write.
+    read = sorted(call.args[1].to_user_string() for call in spy.call_args_list)
+    assert read == ["first", "first", "second", "second"]

@@ -100,3 +100,29 @@ def test_the_dbt_component_saves_its_records_where_its_attributes_say(tmp_path):
     record = sample_record("r1", "shop/sales/daily")
     component.ubunye().store().save(record)
     assert (tmp_path / "lineage" / "shop" / "sales" / "daily" / "r1.json").exists()
+
+
+def test_a_relative_usecase_folder_is_taken_from_the_working_directory_of_each_save(
+    tmp_path, monkeypatch
+):
+    resource = UbunyeResource(usecase_dir="records")
+    for folder in ("first", "second"):
+        (tmp_path / folder).mkdir()
+        monkeypatch.chdir(tmp_path / folder)
+        resource.store().save(sample_record("r1", "dagster/default/t"))
+        lineage = tmp_path / folder / "records" / ".ubunye" / "lineage"
+        assert (lineage / "dagster" / "default" / "t" / "r1.json").exists()
+
+
+def test_settings_that_differ_in_any_storage_field_get_a_store_of_their_own(tmp_path):
+    base = {"usecase_dir": str(tmp_path)}
+    assert UbunyeResource(**base).store() is UbunyeResource(**base).store()
+    stores = [
+        UbunyeResource(**base).store(),
+        UbunyeResource(**base, durable_records=True).store(),
+        UbunyeResource(**base, lineage_dir=str(tmp_path / "elsewhere")).store(),
+        UbunyeResource(**base, storage_options={"auto_mkdir": True}).store(),
+    ]
+    assert [store.durable for store in stores] == [False, True, False, False]
+    assert stores[2].root.path == str(tmp_path / "elsewhere")
+    assert len({id(store) for store in stores}) == len(stores)

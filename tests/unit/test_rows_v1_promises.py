@@ -14,7 +14,7 @@ import pytest
 from ubunye_rows import Fingerprint, fingerprint
 from ubunye_rows.hashing import arrow_schema_pairs, fingerprint_rows
 from ubunye_rows.hashing.digest import data_hash, schema_hash
-from ubunye_rows.hashing.frames import no_column_table
+from ubunye_rows.hashing.frames import arrow_from_pandas, no_column_table
 
 # Runs no Dagster: CI runs it on the newest Dagster only (tests/unit/test_code_shape.py checks).
 pytestmark = pytest.mark.dagster_free
@@ -199,3 +199,17 @@ def test_wide_rows_are_hashed_in_slices_that_stay_within_the_byte_budget(monkeyp
     assert max(piece.num_rows for piece in slices) <= 16
     rows = table.to_pylist()
     assert fingerprint(table) == fingerprint_rows(rows, arrow_schema_pairs(table))
+
+
+@pytest.mark.parametrize("rows", [2_000, 200_000])
+def test_a_frame_converts_to_the_table_pyarrow_makes_on_its_own_threads(rows) -> None:
+    frame = pd.DataFrame(
+        {
+            "id": range(rows),
+            "name": [f"n{i % 97}" for i in range(rows)],
+            "at": pd.date_range("2026-01-01", periods=rows, freq="s", tz="UTC"),
+        }
+    ).set_index("id")
+    for keep in (None, True, False):
+        expected = pa.Table.from_pandas(frame, preserve_index=keep)
+        assert arrow_from_pandas(frame, preserve_index=keep).equals(expected, check_metadata=True)

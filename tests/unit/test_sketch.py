@@ -4,6 +4,7 @@ ride in the run record without troubling the reference CLI."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 
@@ -14,7 +15,7 @@ from hypothesis import strategies as st
 from sketch_tables import as_engine, rows, table_of
 
 from ubunye_core.records.model import RunRecord, StepRecord
-from ubunye_core.records.sketches import step_sketch
+from ubunye_core.records.sketches import recorded_sketch, remember_saved, step_sketch
 from ubunye_core.store import LineageStore
 from ubunye_rows import fingerprint
 from ubunye_rows.hashing.digest import data_hash
@@ -94,6 +95,60 @@ def test_a_step_sketch_that_does_not_add_up_to_its_data_hash_is_not_trusted():
         fingerprint(pa.table({"x": [2]})), name="o", direction="output"
     )
     assert step_sketch(step.model_copy(update={"data_hash": other.data_hash})) is None
+
+
+def test_packed_text_read_again_gives_the_same_sketch_and_its_own_schema():
+    sketch = fingerprint(pa.table({"x": [1, 2, 3]})).sketch
+    document = sketch.to_record()
+    assert Sketch.from_record(json.loads(json.dumps(document))) == sketch
+    # The same buckets stored with another schema are that schema's sketch, not the one known.
+    renamed = {**document, "schema": [["y", "int64"]]}
+    assert Sketch.from_record(renamed).schema == (("y", "int64"),)
+    assert Sketch.from_record(renamed).counts == sketch.counts
+    with pytest.raises(ValueError, match="rows do not add up"):
+        Sketch.from_record({**document, "rows": sketch.rows + 1})
+
+
+def saved_record(store: LineageStore, values: list[int]) -> tuple[str, str, RunRecord]:
+    """A record of one output of ``values`` saved as this process's steps save theirs: its
+    path, its output's digest and the record."""
+    fp = fingerprint(pa.table({"x": values}))
+    step = StepRecord.from_fingerprint(fp, name="o", direction="output", format="parquet")
+    record = RunRecord(
+        run_id="run-1", usecase="u", package="p", task_name="t",
+        started_at="2026-01-01T00:00:00+00:00", status="success", outputs=[step],
+    )  # fmt: skip
+    path = store.save(record, index=False)
+    remember_saved(str(path), path.path, record)
+    return str(path), fp.data_hash, record
+
+
+def test_a_saved_records_sketch_is_read_again_once_its_file_is_replaced(tmp_path):
+    store = LineageStore.for_usecase_dir(tmp_path)
+    path, digest, record = saved_record(store, [1, 2, 3])
+    assert recorded_sketch(path, digest) == record.outputs[0].sketch
+    # Another writer replaces the file: its sketch is the one read, not the one kept.
+    other = fingerprint(pa.table({"x": [4, 5]}))
+    replaced = record.model_copy(deep=True)
+    replaced.outputs = [StepRecord.from_fingerprint(other, name="o", direction="output")]
+    store.save(replaced, index=False)
+    assert recorded_sketch(path, digest) is None
+    assert recorded_sketch(path, other.data_hash) == other.sketch.to_record()
+
+
+def test_a_saved_records_sketch_is_gone_once_its_file_is_removed(tmp_path):
+    store = LineageStore.for_usecase_dir(tmp_path)
+    path, digest, _ = saved_record(store, [1, 2, 3])
+    os.remove(path)
+    assert recorded_sketch(path, digest) is None
+
+
+def test_a_sketch_handed_out_is_the_callers_to_change(tmp_path):
+    path, digest, record = saved_record(LineageStore.for_usecase_dir(tmp_path), [1, 2, 3])
+    handed = recorded_sketch(path, digest)
+    handed["schema"][0][0] = "changed"
+    handed["rows"] = 0
+    assert recorded_sketch(path, digest) == record.outputs[0].sketch
 
 
 REFERENCE = [sys.executable, "-c", "import sys; from ubunye.cli.main import main; sys.exit(main())"]

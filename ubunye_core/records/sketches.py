@@ -5,11 +5,13 @@ from __future__ import annotations
 
 import json
 import os
+import threading
+from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ubunye_core.locations import StoreAccess
-from ubunye_core.records.model import SKETCH_FIELD, StepRecord
+from ubunye_core.records.model import SKETCH_FIELD, RunRecord, StepRecord
 from ubunye_rows.hashing.digest import Fingerprint
 from ubunye_rows.hashing.sketch import Sketch, combine
 
@@ -37,19 +39,85 @@ def recorded_sketch(
 ) -> dict[str, Any] | None:
     """The stored form of the sketch a run record (a local path or fsspec URL, opened through
     ``access``) kept for its output of digest ``data_hash``; None when the record, the output or
-    the sketch is missing."""
+    the sketch is missing. A record this process saved, unchanged since, is not read again."""
     if not record_path:
         return None
-    try:
-        path = (access or StoreAccess()).path(str(record_path))
-        document = json.loads(path.read_text(encoding="utf-8"))
-    except Exception:  # unreadable here (another store's credentials, say): no sketch, no harm
-        return None
-    for step in document.get("outputs") or []:
+    outputs = _SAVED.outputs(str(record_path))
+    if outputs is None:
+        try:
+            path = (access or StoreAccess()).path(str(record_path))
+            document = json.loads(path.read_text(encoding="utf-8"))
+        except Exception:  # unreadable here (another store's credentials, say): no sketch, no harm
+            return None
+        outputs = document.get("outputs") or []
+    for step in outputs:
         mine = isinstance(step, Mapping) and step.get("data_hash") == data_hash
         if mine and step_sketch(step) is not None:
-            return dict(step[SKETCH_FIELD])
+            return _copied(step[SKETCH_FIELD])
     return None
+
+
+def remember_saved(record_path: str, native_path: str, record: RunRecord) -> None:
+    """Keep the sketches of a record this process just saved at ``native_path`` (a local file,
+    shown as ``record_path``), for ``recorded_sketch`` while the file stays as saved."""
+    outputs = [
+        {"data_hash": step.data_hash, SKETCH_FIELD: _copied(sketch)}
+        for step in record.outputs
+        if isinstance(sketch := getattr(step, SKETCH_FIELD, None), Mapping)
+    ]
+    _SAVED.keep(record_path, native_path, outputs)
+
+
+def _copied(sketch: Mapping[str, Any]) -> dict[str, Any]:
+    """A sketch document of its own (its schema's pairs too), to be kept or handed out."""
+    copy = dict(sketch)
+    if isinstance(copy.get("schema"), list):
+        copy["schema"] = [list(pair) if isinstance(pair, list) else pair for pair in copy["schema"]]
+    return copy
+
+
+class _SavedSketches:
+    """The output sketches of the records this process saved last, by record path, each with
+    the signature its file had once saved: a file replaced, changed or removed since (another
+    signature, or none) is read from the store again."""
+
+    def __init__(self, size: int = 256):
+        self._size = size
+        self._kept: OrderedDict[str, tuple[str, tuple[int, ...], list[dict[str, Any]]]] = (
+            OrderedDict()
+        )
+        self._lock = threading.Lock()
+
+    def keep(self, record_path: str, native_path: str, outputs: list[dict[str, Any]]) -> None:
+        signature = _signature(native_path)
+        with self._lock:
+            self._kept.pop(record_path, None)
+            if signature is None or not outputs:
+                return
+            self._kept[record_path] = (native_path, signature, outputs)
+            while len(self._kept) > self._size:
+                self._kept.popitem(last=False)
+
+    def outputs(self, record_path: str) -> list[dict[str, Any]] | None:
+        with self._lock:
+            kept = self._kept.get(record_path)
+        if kept is None:
+            return None
+        native_path, signature, outputs = kept
+        return outputs if _signature(native_path) == signature else None
+
+
+def _signature(native_path: str) -> tuple[int, ...] | None:
+    """What changes whenever the file does (a replaced file has another inode); None when it is
+    not there."""
+    try:
+        stat = os.stat(native_path)
+    except OSError:
+        return None
+    return (stat.st_ino, stat.st_size, stat.st_mtime_ns, stat.st_ctime_ns)
+
+
+_SAVED = _SavedSketches()
 
 
 def combined_input_step(

@@ -16,7 +16,9 @@ from functools import lru_cache
 from typing import Any, Protocol
 
 from ubunye_core import __version__
+from ubunye_core.paths import is_local
 from ubunye_core.records.model import RunRecord, StepRecord
+from ubunye_core.records.sketches import remember_saved
 from ubunye_core.records.times import required_instant
 from ubunye_core.store import LineageStore, task_name_for_key
 from ubunye_dagster.receipts.identity import RecordIdentity, check_usecase, record_run_id
@@ -116,7 +118,10 @@ class OpenRecord:
         within the step: the index learns of it from the folder."""
         running = self.record.status == "running"
         # The index learns of a finished record after the step goes on (the file is written).
-        path = str(self.store.save(self.record, index=not running, index_later=True))
+        saved = self.store.save(self.record, index=not running, index_later=True)
+        path = str(saved)
+        if not running and is_local(saved):  # a read of its output in this process takes these
+            remember_saved(path, saved.path, self.record)
         if not running and not self.lineage_sent:
             self.lineage_sent = True
             send_finished_record(self.record, path, self.schemas)

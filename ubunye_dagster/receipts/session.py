@@ -63,6 +63,8 @@ class StepSession:
     last_read_epoch: float | None = None
     transform_seconds: float | None = None
     records: dict[tuple[str, str], OpenRecord] = field(default_factory=dict)
+    #: The subject of each asset (partition) the step records, by asset key and partition key.
+    subjects: dict[tuple[dg.AssetKey, str | None], Subject] = field(default_factory=dict)
     lock: threading.RLock = field(default_factory=threading.RLock)
 
     def add_input(self, loaded: LoadedInput, read_seconds: float, reader: str) -> None:
@@ -213,7 +215,10 @@ def asset_record(
     partition_key: str | None,
 ) -> OpenRecord:
     """The record of one asset (partition) of the session's step, opened on first use."""
-    subject = subjects.step_asset_subject(session.step_context, asset_key, partition_key)
+    subject = session.subjects.get((asset_key, partition_key))
+    if subject is None:  # read from the step once: its run, config and definitions stay put
+        subject = subjects.step_asset_subject(session.step_context, asset_key, partition_key)
+        session.subjects[(asset_key, partition_key)] = subject
     return session.record(subject, place, output_name)
 
 

@@ -10,6 +10,8 @@ attributes are ``RecordLocation``'s fields (:func:`location_dataclass`), checked
 from __future__ import annotations
 
 import dataclasses
+import functools
+import os
 from typing import Annotated, Any, Literal
 
 import dagster as dg
@@ -78,15 +80,33 @@ class RecordSettings(RecordLocation):
     )
 
     def store(self) -> LineageStore:
-        """The lineage store records are saved in."""
-        from upath import UPath
-
-        durable = self.durable_records
-        if self.lineage_dir:
-            return LineageStore(UPath(self.lineage_dir, **self.storage_options), durable=durable)
-        return LineageStore.for_usecase_dir(
-            UPath(self.usecase_dir, **self.storage_options), durable=durable
+        """The lineage store records are saved in (a store without options made once for each
+        folder, durability and working directory: a relative folder is taken from the latter)."""
+        if self.storage_options:
+            return _new_store(
+                self.lineage_dir, self.usecase_dir, self.storage_options, self.durable_records
+            )
+        return _store_without_options(
+            self.lineage_dir, self.usecase_dir, self.durable_records, os.getcwd()
         )
+
+
+def _new_store(
+    lineage_dir: str | None, usecase_dir: str, options: dict[str, Any], durable: bool
+) -> LineageStore:
+    from upath import UPath
+
+    if lineage_dir:
+        return LineageStore(UPath(lineage_dir, **options), durable=durable)
+    return LineageStore.for_usecase_dir(UPath(usecase_dir, **options), durable=durable)
+
+
+@functools.lru_cache(maxsize=16)
+def _store_without_options(
+    lineage_dir: str | None, usecase_dir: str, durable: bool, working_dir: str
+) -> LineageStore:
+    """The store of these settings, made in ``working_dir`` (the current one: the key)."""
+    return _new_store(lineage_dir, usecase_dir, {}, durable)
 
 
 def location_dataclass() -> type:

@@ -16,6 +16,18 @@ if TYPE_CHECKING:
 
 #: The zone a naive pandas datetime is read in when the caller names none.
 DEFAULT_TIME_ZONE = "UTC"
+#: Below this many cells (rows times columns) a pandas frame converts on the calling thread:
+#: pyarrow would start a thread pool for each conversion, which costs more than it gains there.
+ONE_THREAD_CELLS = 1_000_000
+
+
+def arrow_from_pandas(frame: Any, preserve_index: bool | None) -> pa.Table:
+    """``pa.Table.from_pandas(frame, preserve_index=...)``: the same table, converted on the
+    calling thread when the frame is small (``ONE_THREAD_CELLS``)."""
+    import pyarrow as pa
+
+    small = len(frame) * max(1, len(frame.columns)) < ONE_THREAD_CELLS
+    return pa.Table.from_pandas(frame, preserve_index=preserve_index, nthreads=1 if small else None)
 
 
 def no_column_table(rows: int) -> pa.Table:
@@ -69,7 +81,6 @@ def pandas_to_arrow(frame: Any, time_zone: str | None = None) -> pa.Table:
     UTC instant; every timestamp is cut to microseconds.
     """
     import pandas as pd
-    import pyarrow as pa
 
     if not isinstance(frame, pd.DataFrame):
         raise TypeError(f"expected a pandas DataFrame, not {type(frame).__name__}")
@@ -79,7 +90,7 @@ def pandas_to_arrow(frame: Any, time_zone: str | None = None) -> pa.Table:
         frame = frame.reset_index()
     if len(frame.columns) == 0:
         return no_column_table(len(frame))
-    return pandas_columns_as_spark_types(pa.Table.from_pandas(frame, preserve_index=False), zone)
+    return pandas_columns_as_spark_types(arrow_from_pandas(frame, preserve_index=False), zone)
 
 
 def pandas_columns_as_spark_types(table: pa.Table, zone: str) -> pa.Table:

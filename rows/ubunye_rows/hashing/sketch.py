@@ -10,7 +10,9 @@ where their sketches differ.
 from __future__ import annotations
 
 import base64
+import threading
 import zlib
+from collections import OrderedDict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -101,8 +103,13 @@ class Sketch:
         return sum(self.lane_a) & LANE_MASK, sum(self.lane_b) & LANE_MASK
 
     def data_hash(self) -> str:
-        """The rows-v1 ``data_hash`` these buckets add up to."""
-        return data_hash(self.schema, self.rows, self.lane_sums())
+        """The rows-v1 ``data_hash`` these buckets add up to (worked out once per sketch)."""
+        found = self.__dict__.get("_data_hash")
+        if found is None:
+            found = self.__dict__["_data_hash"] = data_hash(
+                self.schema, self.rows, self.lane_sums()
+            )
+        return found
 
     def schema_hash(self) -> str:
         """The rows-v1 ``schema_hash`` of the sketch's schema."""
@@ -139,32 +146,80 @@ class Sketch:
     def to_record(self) -> dict[str, Any]:
         """The compact form kept in a run record: schema pairs and zlib+base64 little-endian
         uint64 arrays (counts, lane A, lane B)."""
-        import numpy as np
-
-        packed = np.array([self.counts, self.lane_a, self.lane_b], dtype="<u8").tobytes()
         return {
             "format": SKETCH_FORMAT,
             "schema": [list(pair) for pair in self.schema],
             "rows": self.rows,
-            "buckets": base64.b64encode(zlib.compress(packed, 9)).decode("ascii"),
+            "buckets": self.packed_buckets(),
         }
+
+    def packed_buckets(self) -> str:
+        """The buckets as ``to_record`` stores them, packed once per sketch (zlib at level 9
+        is most of a small table's record)."""
+        packed = self.__dict__.get("_packed")
+        if packed is None:
+            import numpy as np
+
+            raw = np.array([self.counts, self.lane_a, self.lane_b], dtype="<u8").tobytes()
+            packed = base64.b64encode(zlib.compress(raw, 9)).decode("ascii")
+            self.__dict__["_packed"] = packed  # frozen: the cache is not a field
+            _KNOWN.keep(packed, self)
+        return packed
 
     @classmethod
     def from_record(cls, document: Mapping[str, Any]) -> Sketch:
         """Read the form :meth:`to_record` writes; ValueError naming what is wrong otherwise."""
-        import numpy as np
-
         if not isinstance(document, Mapping) or document.get("format") != SKETCH_FORMAT:
             raise ValueError(f"not a {SKETCH_FORMAT} sketch")
         try:
-            packed = zlib.decompress(base64.b64decode(document["buckets"], validate=True))
-            totals = np.frombuffer(packed, dtype="<u8").reshape(3, BUCKETS)
-            sketch = cls.from_arrays(document["schema"], totals)
+            sketch = _KNOWN.sketch(document["buckets"], document["schema"])
+            if sketch is None:
+                sketch = cls.from_arrays(document["schema"], _unpacked(document["buckets"]))
+                _KNOWN.keep(document["buckets"], sketch)
         except (KeyError, TypeError, ValueError, zlib.error) as exc:
             raise ValueError(f"a damaged {SKETCH_FORMAT} sketch: {exc}") from exc
         if document.get("rows") is not None and int(document["rows"]) != sketch.rows:
             raise ValueError(f"a damaged {SKETCH_FORMAT} sketch: rows do not add up")
         return sketch
+
+
+def _unpacked(packed: Any) -> np.ndarray:
+    """The (3, 256) totals of packed bucket text."""
+    import numpy as np
+
+    raw = zlib.decompress(base64.b64decode(packed, validate=True))
+    return np.frombuffer(raw, dtype="<u8").reshape(3, BUCKETS)
+
+
+class _KnownSketches:
+    """The sketches this process packed or read last, by their packed bucket text: the same
+    text always unpacks to the same buckets (sketches are immutable), so it is not unpacked
+    again; the schema, stored beside the text, must match too."""
+
+    def __init__(self, size: int = 64):
+        self._size = size
+        self._known: OrderedDict[str, Sketch] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def keep(self, packed: Any, sketch: Sketch) -> None:
+        if not isinstance(packed, str):
+            return
+        with self._lock:
+            self._known[packed] = sketch
+            self._known.move_to_end(packed)
+            while len(self._known) > self._size:
+                self._known.popitem(last=False)
+
+    def sketch(self, packed: Any, schema: Iterable[Sequence[str]]) -> Sketch | None:
+        """The sketch known for ``packed`` with ``schema`` (pairs as stored), else None."""
+        if not isinstance(packed, str):
+            return None
+        with self._lock:
+            known = self._known.get(packed)
+        return known if known is not None and known.schema == sorted_schema(schema) else None
+
+
+_KNOWN = _KnownSketches()
 
 
 def sorted_schema(schema: Iterable[Sequence[str]]) -> tuple[tuple[str, str], ...]:

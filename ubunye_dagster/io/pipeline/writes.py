@@ -248,6 +248,9 @@ class Write:
         started = time.perf_counter()
         self.fp = rows.fingerprint()
         self.hash_seconds = round(time.perf_counter() - started, 6)
+        if self.fp.sketch is not None and not stored:
+            # Packed for the record now, while the encoder may still be writing the rows.
+            self.fp.sketch.packed_buckets()
 
     def commit(self) -> None:
         """Move the staged data into place, with the writer's notes (its hash, when hashed as

@@ -52,17 +52,23 @@ class FileStorage(Storage):
         self.base_path = base_path
         self.storage_options = dict(storage_options)
         self._handlers = handlers
+        self._base: tuple[str, Any] | None = None
 
     def handlers(self) -> list[FrameHandler]:
         return self._handlers
 
     def base(self) -> Any:
-        """``base_path`` as a UPath (absolute when local)."""
+        """``base_path`` as a UPath (absolute when local: made again when the working directory
+        a relative one is taken from changes)."""
         from upath import UPath
 
+        working_dir = os.getcwd()
+        if self._base is not None and self._base[0] == working_dir:
+            return self._base[1]
         base = UPath(self.base_path, **self.storage_options)
         if is_local(base):
             base = UPath(os.path.abspath(base.path))
+        self._base = (working_dir, base)
         return base
 
     def under_base(self, key_path: Sequence[str], suffix: str, partition_key: Any = None) -> Any:
