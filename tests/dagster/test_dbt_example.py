@@ -1,10 +1,15 @@
 """The example's dbt project, as the quick start runs it: built, one seed changed, built again;
 its trace and its `lineage diff` (the dbt half of `python -m example_project`), in the home the
-session's ``dbt_quick_start`` built once (tests/conftest.py)."""
+session's ``dbt_quick_start`` built once (tests/conftest.py); a project dbt cannot parse is
+refused with dbt's own error."""
 
 from __future__ import annotations
 
-from example_project.dbt_models import DBT_PROJECT_DIR
+import shutil
+
+import pytest
+
+from example_project.dbt_models import DBT_PROJECT_DIR, parsed_manifest
 from example_project.run import (
     SEED_CHANGE,
     SEED_FILE,
@@ -37,3 +42,18 @@ def test_the_lineage_diff_after_the_seed_change_names_the_changed_buckets(dbt_qu
     out = capsys.readouterr().out
     assert "buckets differing: 2 of 256 (at most 1 row removed, 1 added)" in out
     assert "its rows are a duckdb table, which lineage diff does not read back" in out
+
+
+def test_a_project_dbt_cannot_parse_is_refused_naming_it_with_dbts_error(tmp_path):
+    project = tmp_path / "dbt_shop"
+    shutil.copytree(DBT_PROJECT_DIR, project, ignore=shutil.ignore_patterns("target", "logs"))
+    (project / "models" / "broken.sql").write_text(
+        "select * from {{ ref('no_such_model') }}\n", encoding="utf-8"
+    )
+
+    with pytest.raises(RuntimeError) as refused:
+        parsed_manifest(project)
+
+    assert f"dbt parse of {project} failed" in str(refused.value)
+    assert "no_such_model" in str(refused.value)
+    assert not (project / "target" / "manifest.json").exists()
