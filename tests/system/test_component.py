@@ -101,10 +101,11 @@ def launched_with_feed_down(root, tmp_path_factory) -> tuple[Path, object]:
 def test_dg_launch_keeps_receipts_records_metadata_data_versions_and_verified_reads(
     launched_with_feed_down,
 ):
-    into, _ = launched_with_feed_down
+    into, launched = launched_with_feed_down
     store = LineageStore.for_usecase_dir(into / "shop")
-    [orders] = store.list_runs("dagster/sales/orders")
-    [revenue] = store.list_runs("dagster/sales/revenue")
+    found = {name: store.list_runs(f"dagster/sales/{name}") for name in ("orders", "revenue")}
+    assert [len(runs) for runs in found.values()] == [1, 1], launched.stderr[-3000:]
+    [orders], [revenue] = found["orders"], found["revenue"]
     assert orders.status == revenue.status == "success"
     assert [(e["rule"], e["passed"]) for e in orders.expectations] == [
         ("amount_not_negative", True)
