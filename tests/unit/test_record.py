@@ -6,12 +6,9 @@ import dataclasses
 import json
 
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
 from pydantic import ValidationError
 from sample_records import sample_record
 
-from ubunye_core.records.json_text import indented_json
 from ubunye_core.records.model import RECORD_VERSION, RunRecord, StepRecord
 from ubunye_rows.hashing.digest import Fingerprint
 
@@ -144,27 +141,6 @@ def test_to_json_is_indented_and_keeps_non_ascii_text():
     assert "São Paulo ✓" in text
     assert text == json.dumps(record.to_dict(), indent=2, ensure_ascii=False)
     assert RunRecord.from_json(text) == record
-
-
-json_values = st.recursive(
-    st.none()
-    | st.booleans()
-    | st.integers(min_value=-(2**70), max_value=2**70)
-    | st.floats(allow_nan=True, allow_infinity=True)
-    | st.text(),
-    lambda inner: (
-        st.lists(inner, max_size=4)
-        | st.tuples(inner, inner)
-        | st.dictionaries(st.text(max_size=6), inner, max_size=4)
-    ),
-    max_leaves=20,
-)
-
-
-@settings(max_examples=300, deadline=None)
-@given(value=json_values)
-def test_a_records_text_is_json_dumps_byte_for_byte(value):
-    assert indented_json(value) == json.dumps(value, indent=2, ensure_ascii=False)
 
 
 def test_model_validate_json_follows_the_version_1_rule():

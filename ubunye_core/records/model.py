@@ -14,7 +14,6 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from ubunye_core.records.json_text import indented_json
 from ubunye_core.records.vocabulary import RUN_STATUSES as RUN_STATUSES
 
 if TYPE_CHECKING:
@@ -198,7 +197,7 @@ class RunRecord(BaseModel):
 
     def to_json(self) -> str:
         """The record document: ``indent=2``, non-ASCII text written as is."""
-        return indented_json(self.to_dict())
+        return json.dumps(self.to_dict(), indent=2, ensure_ascii=False)
 
     @property
     def partition_key(self) -> str | None:
