@@ -94,6 +94,8 @@ class RecordSettings(RecordLocation):
 def _new_store(
     lineage_dir: str | None, usecase_dir: str, options: dict[str, Any], durable: bool
 ) -> LineageStore:
+    """A store in ``lineage_dir``, else in ``usecase_dir``'s lineage folder, reached with
+    ``options``."""
     from upath import UPath
 
     if lineage_dir:
