@@ -92,50 +92,63 @@ fn run_detached(
     Ok(PyBytes::new(py, &bytes).unbind())
 }
 
-/// Per bucket: rows, lane A and lane B sums of the canonical lines of `data`'s rows, as 768
-/// little-endian u64. `names` are the columns' names to write (the columns come sorted by name);
-/// `raw[i]` marks a column of value texts the Python path already wrote.
+/// What a hash gives back, named by the `output` argument of `hash_table` and `hash_lines`.
+#[derive(Clone, Copy)]
+enum Output {
+    /// Per bucket: rows, lane A and lane B sums, as 768 little-endian u64.
+    Buckets,
+    /// Every row's SHA-256, 32 bytes each, in row order.
+    Digests,
+}
+
+impl Output {
+    fn parse(name: &str) -> PyResult<Self> {
+        match name {
+            "buckets" => Ok(Output::Buckets),
+            "digests" => Ok(Output::Digests),
+            _ => Err(PyValueError::new_err(format!(
+                "output must be 'buckets' or 'digests', not {name:?}"
+            ))),
+        }
+    }
+
+    fn of(self, rows: &[Rows<'_>], threads: usize) -> Result<Vec<u8>> {
+        match self {
+            Output::Buckets => Ok(bucket_rows(rows, threads)?.to_le_bytes()),
+            Output::Digests => digest_rows(rows, threads),
+        }
+    }
+}
+
+/// The `output` (`"buckets"` or `"digests"`) of the canonical lines of `data`'s rows. `names`
+/// are the columns' names to write (the columns come sorted by name); `raw[i]` marks a column
+/// of value texts the Python path already wrote.
 #[pyfunction]
-fn table_buckets(
+fn hash_table(
     py: Python<'_>,
     data: &Bound<'_, PyAny>,
     names: Vec<String>,
     raw: Vec<bool>,
+    output: &str,
     threads: usize,
 ) -> PyResult<Py<PyBytes>> {
+    let output = Output::parse(output)?;
     run_detached(py, data, threads, |schema, batches, threads| {
-        let rows = table_rows(schema, batches, &names, &raw)?;
-        Ok(bucket_rows(&rows, threads)?.to_le_bytes())
+        output.of(&table_rows(schema, batches, &names, &raw)?, threads)
     })
 }
 
-/// Every row's SHA-256 (32 bytes each, in row order) of the canonical lines of `data`.
+/// The `output` (as `hash_table`) of lines already built: the first column of `data`.
 #[pyfunction]
-fn table_digests(
+fn hash_lines(
     py: Python<'_>,
     data: &Bound<'_, PyAny>,
-    names: Vec<String>,
-    raw: Vec<bool>,
+    output: &str,
     threads: usize,
 ) -> PyResult<Py<PyBytes>> {
-    run_detached(py, data, threads, |schema, batches, threads| {
-        digest_rows(&table_rows(schema, batches, &names, &raw)?, threads)
-    })
-}
-
-/// Per-bucket sums (as `table_buckets`) of lines already built: the first column of `data`.
-#[pyfunction]
-fn line_buckets(py: Python<'_>, data: &Bound<'_, PyAny>, threads: usize) -> PyResult<Py<PyBytes>> {
+    let output = Output::parse(output)?;
     run_detached(py, data, threads, |_, batches, threads| {
-        Ok(bucket_rows(&line_rows(batches)?, threads)?.to_le_bytes())
-    })
-}
-
-/// Every line's SHA-256 (as `table_digests`) of lines already built: the first column of `data`.
-#[pyfunction]
-fn line_digests(py: Python<'_>, data: &Bound<'_, PyAny>, threads: usize) -> PyResult<Py<PyBytes>> {
-    run_detached(py, data, threads, |_, batches, threads| {
-        digest_rows(&line_rows(batches)?, threads)
+        output.of(&line_rows(batches)?, threads)
     })
 }
 
@@ -163,10 +176,8 @@ fn sha_extensions() -> bool {
 
 #[pymodule]
 fn _kernel(module: &Bound<'_, PyModule>) -> PyResult<()> {
-    module.add_function(wrap_pyfunction!(table_buckets, module)?)?;
-    module.add_function(wrap_pyfunction!(table_digests, module)?)?;
-    module.add_function(wrap_pyfunction!(line_buckets, module)?)?;
-    module.add_function(wrap_pyfunction!(line_digests, module)?)?;
+    module.add_function(wrap_pyfunction!(hash_table, module)?)?;
+    module.add_function(wrap_pyfunction!(hash_lines, module)?)?;
     module.add_function(wrap_pyfunction!(sha_extensions, module)?)?;
     module.add_function(wrap_pyfunction!(_panic_for_test, module)?)?;
     let py = module.py();

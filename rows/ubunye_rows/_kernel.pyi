@@ -5,10 +5,11 @@ threads with the GIL released. Private: :mod:`ubunye_rows.hashing` is its one ca
 table or record batch reader) or ``__arrow_c_array__`` over a struct (a record batch).
 Each function raises a :class:`KernelFallback` when the Python path is to hash the data instead,
 ``ValueError`` for a caller's mistake (``threads`` below 1, ``names`` or ``raw`` not one per
-column), and never lets a Rust panic through (it arrives as :class:`KernelPanic`).
+column, an ``output`` other than ``"buckets"`` or ``"digests"``), and never lets a Rust panic
+through (it arrives as :class:`KernelPanic`).
 """
 
-from typing import Protocol, TypeAlias
+from typing import Literal, Protocol, TypeAlias
 
 class _ArrowStream(Protocol):
     def __arrow_c_stream__(self, requested_schema: object | None = None) -> object: ...
@@ -19,6 +20,7 @@ class _ArrowArray(Protocol):
     ) -> tuple[object, object]: ...
 
 _ArrowData: TypeAlias = _ArrowStream | _ArrowArray
+_Output: TypeAlias = Literal["buckets", "digests"]
 
 __version__: str
 
@@ -35,19 +37,16 @@ class KernelPanic(KernelFallback):
     """The kernel panicked (a bug in it, caught before it reached Python); the Python path
     hashes the data."""
 
-def table_buckets(data: _ArrowData, names: list[str], raw: list[bool], threads: int) -> bytes:
-    """Per bucket: rows, lane A and lane B sums of the canonical lines of ``data``'s rows, as
-    768 little-endian u64. ``names[i]`` names column ``i`` (the columns come sorted by name);
-    ``raw[i]`` marks a column of value texts the Python path already wrote."""
+def hash_table(
+    data: _ArrowData, names: list[str], raw: list[bool], output: _Output, threads: int
+) -> bytes:
+    """The ``output`` of the canonical lines of ``data``'s rows: ``"buckets"``, per bucket the
+    rows, lane A and lane B sums as 768 little-endian u64; ``"digests"``, every row's SHA-256
+    (32 bytes each, in row order). ``names[i]`` names column ``i`` (the columns come sorted by
+    name); ``raw[i]`` marks a column of value texts the Python path already wrote."""
 
-def table_digests(data: _ArrowData, names: list[str], raw: list[bool], threads: int) -> bytes:
-    """Every row's SHA-256 (32 bytes each, in row order) of the canonical lines of ``data``."""
-
-def line_buckets(data: _ArrowData, threads: int) -> bytes:
-    """Per-bucket sums (as :func:`table_buckets`) of lines already built: the first column."""
-
-def line_digests(data: _ArrowData, threads: int) -> bytes:
-    """Every line's SHA-256 (as :func:`table_digests`) of lines already built."""
+def hash_lines(data: _ArrowData, output: _Output, threads: int) -> bytes:
+    """The ``output`` (as :func:`hash_table`) of lines already built: the first column."""
 
 def sha_extensions() -> bool:
     """True when the CPU has the SHA extensions (SHA-NI) the kernel's SHA-256 uses."""

@@ -497,14 +497,14 @@ PANIC_TABLE = pa.table(
 PANIC_LINES = pa.chunked_array([['{"a":1}', '{"a":2}', "{}"]])
 PANIC_KINDS = [dict(schema_pairs(PANIC_TABLE.schema))[name] for name in ["at", "id", "name"]]
 
-#: Each kernel function, and the public call of ubunye_rows that reaches it.
+#: Each kernel function and output, and the public call of ubunye_rows that reaches it.
 REACHED_BY = {
-    "table_buckets": lambda: fingerprint(PANIC_TABLE),
-    "table_digests": lambda: table_lanes.table_digests(
+    ("hash_table", "buckets"): lambda: fingerprint(PANIC_TABLE),
+    ("hash_table", "digests"): lambda: table_lanes.table_digests(
         PANIC_TABLE, ["at", "id", "name"], PANIC_KINDS
     ).tobytes(),
-    "line_buckets": lambda: lanes.bucket_line_lanes(PANIC_LINES).tobytes(),
-    "line_digests": lambda: lanes.line_digests(PANIC_LINES).tobytes(),
+    ("hash_lines", "buckets"): lambda: lanes.bucket_line_lanes(PANIC_LINES).tobytes(),
+    ("hash_lines", "digests"): lambda: lanes.line_digests(PANIC_LINES).tobytes(),
 }
 
 
@@ -518,9 +518,11 @@ def test_a_kernel_panic_reaches_python_as_a_kernel_fallback_never_a_base_excepti
     assert issubclass(module.KernelPanic, module.KernelFallback)
 
 
-@pytest.mark.parametrize("function", REACHED_BY)
-def test_after_a_kernel_panic_the_python_path_answers_with_the_same_digest(function, monkeypatch):
-    reach = REACHED_BY[function]
+@pytest.mark.parametrize(("function", "output"), REACHED_BY, ids=" ".join)
+def test_after_a_kernel_panic_the_python_path_answers_with_the_same_digest(
+    function, output, monkeypatch
+):
+    reach = REACHED_BY[function, output]
     monkeypatch.setenv(native.KERNEL_ENV, "python")
     by_python = reach()
     monkeypatch.delenv(native.KERNEL_ENV)
@@ -528,7 +530,8 @@ def test_after_a_kernel_panic_the_python_path_answers_with_the_same_digest(funct
     module = native.kernel()
 
     def panics(data, *args):
-        return module._panic_for_test(data, args[-1])  # the threads come last
+        assert args[-2] == output  # the output, then the threads, come last
+        return module._panic_for_test(data, args[-1])
 
     monkeypatch.setattr(module, function, panics)
     before = native.fallbacks["panics"]
@@ -546,7 +549,7 @@ def test_after_a_kernel_panic_the_python_path_answers_with_the_same_digest(funct
 ONE_COLUMN = pa.table({"a": [1, 2]})
 
 
-@pytest.mark.parametrize("function", ["table_buckets", "table_digests"])
+@pytest.mark.parametrize("output", ["buckets", "digests"])
 @pytest.mark.parametrize(
     "data",
     [ONE_COLUMN, ONE_COLUMN.to_batches()[0], pa.Table.from_batches([], ONE_COLUMN.schema)],
@@ -558,12 +561,26 @@ ONE_COLUMN = pa.table({"a": [1, 2]})
     ids=["two_names", "no_raw_flag", "no_name", "neither"],
 )
 def test_names_or_raw_flags_not_one_per_column_raise_value_error_never_a_fallback(
-    function, data, names, raw
+    output, data, names, raw
 ):
     module = native.kernel()
     with pytest.raises(ValueError, match="one name and one raw flag per column") as caught:
-        getattr(module, function)(data, names, raw, 1)
+        module.hash_table(data, names, raw, output, 1)
     assert not isinstance(caught.value, module.KernelFallback)
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda module, output: module.hash_table(ONE_COLUMN, ["a"], [False], output, 1),
+        lambda module, output: module.hash_lines(pa.table({"line": PANIC_LINES}), output, 1),
+    ],
+    ids=["hash_table", "hash_lines"],
+)
+def test_an_output_other_than_buckets_or_digests_raises_value_error_naming_it(call):
+    module = native.kernel()
+    with pytest.raises(ValueError, match=r"output must be 'buckets' or 'digests', not \"rows\""):
+        call(module, "rows")
 
 
 def test_an_empty_string_between_the_halves_of_a_character_is_hashed_by_the_kernel():

@@ -121,21 +121,22 @@ def digests_from_bytes(packed: bytes) -> np.ndarray:
 
 def line_buckets(lines: pa.ChunkedArray, threads: int) -> np.ndarray | None:
     """Per-bucket sums of lines already built; None without the kernel or when it falls back."""
-    packed = _lines_by_kernel("line_buckets", lines, threads)
+    packed = _lines_by_kernel("buckets", lines, threads)
     return None if packed is None else buckets_from_bytes(packed)
 
 
 def line_digests(lines: pa.ChunkedArray, threads: int) -> np.ndarray | None:
     """Each line's SHA-256 ((n, 32) uint8) of lines already built; None without the kernel or
     when it falls back."""
-    packed = _lines_by_kernel("line_digests", lines, threads)
+    packed = _lines_by_kernel("digests", lines, threads)
     return None if packed is None else digests_from_bytes(packed)
 
 
-def _lines_by_kernel(function: str, lines: pa.ChunkedArray, threads: int) -> bytes | None:
+def _lines_by_kernel(output: str, lines: pa.ChunkedArray, threads: int) -> bytes | None:
     import pyarrow as pa
 
     module = kernel()
     if module is None:
         return None
-    return call_or_fall_back(module, function, pa.table([lines], names=["line"]), threads)
+    data = pa.table([lines], names=["line"])
+    return call_or_fall_back(module, "hash_lines", data, output, threads)

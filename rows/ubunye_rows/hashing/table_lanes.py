@@ -137,14 +137,16 @@ def kernel_input(
     return pa.table(columns, names=positional), raw
 
 
-def _by_kernel(function: str, table: pa.Table, names: Sequence[str], kinds: Sequence[str]) -> Any:
-    """The kernel's ``function`` (``table_buckets`` or ``table_digests``) of the table's lines;
-    None when the kernel is missing or hands the table back (the Python path then hashes it)."""
+def _by_kernel(output: str, table: pa.Table, names: Sequence[str], kinds: Sequence[str]) -> Any:
+    """The kernel's ``output`` (``buckets`` or ``digests``) of the table's lines; None when the
+    kernel is missing or hands the table back (the Python path then hashes it)."""
     module = native.kernel()
     if module is None:
         return None
     data, raw = kernel_input(table, names, kinds)
-    return native.call_or_fall_back(module, function, data, list(names), raw, hash_threads())
+    return native.call_or_fall_back(
+        module, "hash_table", data, list(names), raw, output, hash_threads()
+    )
 
 
 #: Rows a hash takes at a time while a core it lent may come back (``lanes.lending_may_end``).
@@ -160,7 +162,7 @@ def table_buckets(table: pa.Table, names: Sequence[str], kinds: Sequence[str]) -
 
 
 def _whole_table_buckets(table: pa.Table, names: Sequence[str], kinds: Sequence[str]) -> np.ndarray:
-    packed = _by_kernel("table_buckets", table, names, kinds)
+    packed = _by_kernel("buckets", table, names, kinds)
     if packed is None:
         return python_table_buckets(table, names, kinds)
     return native.buckets_from_bytes(packed)
@@ -181,7 +183,7 @@ def _sliced_table_buckets(
 def table_digests(table: pa.Table, names: Sequence[str], kinds: Sequence[str]) -> np.ndarray:
     """Each row's SHA-256 (of its canonical line, as :func:`table_buckets` writes it) as an
     (n, 32) uint8 array in row order."""
-    packed = _by_kernel("table_digests", table, names, kinds)
+    packed = _by_kernel("digests", table, names, kinds)
     if packed is None:
         return python_table_digests(table, names, kinds)
     return native.digests_from_bytes(packed)
