@@ -93,14 +93,6 @@ class Dialect(ABC):
         special = self.has_special_characters(expression)
         return f"'\"' || CASE WHEN {special} THEN {escaped} ELSE {expression} END || '\"'"
 
-    def is_nan(self, expression: str) -> str:
-        """True where a float is NaN."""
-        return f"isnan({expression})"
-
-    def is_infinite(self, expression: str) -> str:
-        """True where a float is an infinity."""
-        return f"isinf({expression})"
-
     def plain_float_text(self, x: str, digits: str, power: str) -> str:
         """A float with 1e-3 <= |x| < 1e7 as Java writes it: positional, '.0' after a whole."""
         return self.text(x)
@@ -117,8 +109,8 @@ class Dialect(ABC):
         magnitude = f"CAST(abs({x}) AS DOUBLE PRECISION)"
         plain = self.plain_float_text(x, digits, power)
         return (
-            f"CASE WHEN {self.is_nan(x)} THEN '\"NaN\"' "
-            f"WHEN {self.is_infinite(x)} THEN "
+            f"CASE WHEN {x} = 'NaN' THEN '\"NaN\"' "
+            f"WHEN {x} IN ('Infinity', '-Infinity') THEN "
             f"CASE WHEN {x} > 0 THEN '\"Infinity\"' ELSE '\"-Infinity\"' END "
             f"WHEN {x} = 0 THEN {sign} || '0.0' "
             f"WHEN {magnitude} >= 1e-3 AND {magnitude} < 1e7 THEN {plain} "
@@ -210,7 +202,7 @@ class Dialect(ABC):
 
     def timestamp_text(self, expression: str, zoned: bool) -> str:
         """A timestamp as ``"yyyy-MM-ddTHH:mm:ss.ffffff"`` (its UTC instant and ``Z`` if zoned)."""
-        wall = self.utc_wall_time(expression) if zoned else self.wall_time(expression)
+        wall = self.wall_time(expression, zoned)
         close = "Z\"'" if zoned else "\"'"
         year = self.year_text(self.year_of(wall))
         text = f"'\"' || {year} || {self.after_year(wall, 'timestamp')} || '{close}"
@@ -232,12 +224,9 @@ class Dialect(ABC):
         ``timestamp``."""
 
     @abstractmethod
-    def utc_wall_time(self, expression: str) -> str:
-        """A timestamp with a zone as the UTC wall time of its instant."""
-
-    def wall_time(self, expression: str) -> str:
-        """A timestamp without a zone as the engine's microsecond timestamp."""
-        return expression
+    def wall_time(self, expression: str, zoned: bool) -> str:
+        """The wall time a timestamp's text shows: the UTC wall time of its instant when it has
+        a zone (``zoned``), else its own as the engine's microsecond timestamp."""
 
     @abstractmethod
     def binary_text(self, expression: str) -> str:
@@ -280,10 +269,9 @@ class DuckDBDialect(Dialect):
         pattern = "-%m-%d" if kind == "date" else "-%m-%dT%H:%M:%S.%f"
         return f"strftime({expression}, '{pattern}')"
 
-    def utc_wall_time(self, expression: str) -> str:
-        return f"timezone('UTC', {expression})"
-
-    def wall_time(self, expression: str) -> str:
+    def wall_time(self, expression: str, zoned: bool) -> str:
+        if zoned:
+            return f"timezone('UTC', {expression})"
         return f"CAST({expression} AS TIMESTAMP)"  # seconds and milliseconds as microseconds
 
     def binary_text(self, expression: str) -> str:
@@ -353,12 +341,6 @@ class PostgresDialect(Dialect):
     def has_special_characters(self, expression: str) -> str:
         return f"({expression} ~ '[\\x01-\\x1f\"\\\\]')"
 
-    def is_nan(self, expression: str) -> str:
-        return f"({expression} = 'NaN')"
-
-    def is_infinite(self, expression: str) -> str:
-        return f"({expression} IN ('Infinity', '-Infinity'))"
-
     def plain_float_text(self, x: str, digits: str, power: str) -> str:
         # Laid out from the digits: a real is written with an exponent from 1e6 on, and the
         # digits may be one shorter than PostgreSQL's (below).
@@ -404,8 +386,8 @@ class PostgresDialect(Dialect):
         pattern = "-MM-DD" if kind == "date" else '-MM-DD"T"HH24:MI:SS.US'
         return f"to_char({expression}, '{pattern}')"
 
-    def utc_wall_time(self, expression: str) -> str:
-        return f"({expression} AT TIME ZONE 'UTC')"
+    def wall_time(self, expression: str, zoned: bool) -> str:
+        return f"({expression} AT TIME ZONE 'UTC')" if zoned else expression
 
     def binary_text(self, expression: str) -> str:
         return f"'\"' || translate(encode({expression}, 'base64'), chr(10), '') || '\"'"
