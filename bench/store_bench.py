@@ -193,6 +193,7 @@ def object_store_first_use(records: int, tasks: int) -> None:
     """Time the first search on a ``memory://`` store (every record read into the local index
     cache) and a second one (listing only), in this process, with the cache in a temp folder."""
     from ubunye_core.store import LineageStore
+    from ubunye_core.store.queries import RunSearch
 
     text = template_record()
     url = f"memory://store-bench-{uuid.uuid4().hex}/lineage"
@@ -210,7 +211,9 @@ def object_store_first_use(records: int, tasks: int) -> None:
         os.environ["UBUNYE_INDEX_CACHE_DIR"] = cache
         for label in ("first search (reads every record)", "second search (listing only)"):
             started, cpu = time.perf_counter(), time.process_time()
-            found = sum(1 for _ in store.iter_search(status="error", with_documents=False))
+            found = sum(
+                1 for _ in store.iter_search(RunSearch(status="error"), with_documents=False)
+            )
             print(f"memory:// {records:,} records over {tasks} tasks, {label}: "
                   f"{time.perf_counter() - started:.2f}s ({time.process_time() - cpu:.2f}s CPU), "
                   f"{found:,} found")  # fmt: skip

@@ -33,6 +33,7 @@ from ubunye_core.store import LineageStore
 from ubunye_core.store.index import CACHE_DIR_ENV, INDEX_FILE_NAME
 from ubunye_core.store.later import queue_index_update, settle_index_updates
 from ubunye_core.store.listing import FileEntry
+from ubunye_core.store.queries import RunSearch
 
 # Runs no Dagster: CI runs it on the newest Dagster only (tests/unit/test_code_shape.py checks).
 pytestmark = pytest.mark.dagster_free
@@ -153,7 +154,7 @@ def answers(store: LineageStore) -> dict:
         return [r.run_id for r in islice(store.iter_runs(task, same_partition_as_newest=True), 2)]
 
     def search(*args, **kwargs):
-        return [entry_view(entry) for entry in store.iter_search(*args, **kwargs)]
+        return [entry_view(entry) for entry in store.iter_search(RunSearch(*args, **kwargs))]
 
     for task in TASKS:
         ask(("list", task), lambda task: [r.to_dict() for r in store.list_runs(task)], task)

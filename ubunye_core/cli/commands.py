@@ -195,14 +195,14 @@ def search_command(selection: Selection, status: str | None, since: str | None) 
     Narrowed by -u/-p/-t (or --asset), --status and --since; one line per run, then the count.
     """
     from ubunye_core.cli.lines import write_json_list, write_search_lines
+    from ubunye_core.store.queries import RunSearch
 
     name = selection.task_name()
     if selection.package and not selection.usecase:
         raise CliError("-p needs -u")
     prefix = "/".join(p for p in (selection.usecase, selection.package) if p) or None
-    entries = selection.store.iter_search(
-        prefix, status=status, since=since, task=name, with_documents=selection.as_json
-    )
+    search = RunSearch(prefix, status=status, since=since, task=name)
+    entries = selection.store.iter_search(search, with_documents=selection.as_json)
     # Streamed: one run at a time from the index (or the folders) to stdout.
     if selection.as_json:
         write_json_list((entry.document() for entry in entries), write_out)

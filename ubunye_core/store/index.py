@@ -438,15 +438,9 @@ class RecordIndex:
             document = functools.partial(_text, zdict, body)
         else:
             document = functools.partial(self.document, task_path, file)
+        load_record = functools.partial(record_of, document)
         return RunEntry(
-            task_path=task_path,
-            file_name=file,
-            run_id=run_id,
-            status=status,
-            started_at=started_at,
-            duration_sec=duration,
-            load_record=functools.partial(record_of, document),
-            load_document=document,
+            task_path, file, run_id, status, started_at, duration, load_record, document
         )
 
     def document(self, task_path: str, file: str) -> str:

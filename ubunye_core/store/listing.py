@@ -92,13 +92,5 @@ class RunEntry:
     @classmethod
     def of_record(cls, task_path: str, file_name: str, record: RunRecord) -> RunEntry:
         """The entry of a record already read."""
-        return cls(
-            task_path=task_path,
-            file_name=file_name,
-            run_id=record.run_id,
-            status=record.status,
-            started_at=record.started_at,
-            duration_sec=record.duration_sec,
-            load_record=lambda: record,
-            load_document=record.to_json,
-        )
+        listed = (record.run_id, record.status, record.started_at, record.duration_sec)
+        return cls(task_path, file_name, *listed, lambda: record, record.to_json)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from datetime import date, datetime
 from itertools import groupby, islice
 from typing import TYPE_CHECKING, Any
@@ -23,6 +24,28 @@ from ubunye_core.store.syncing import IndexedStore
 
 if TYPE_CHECKING:
     from ubunye_core.records.model import RunRecord
+
+
+@dataclass(frozen=True)
+class RunSearch:
+    """What a search asks for: runs under ``task_path`` (``usecase``, ``usecase/package``, a
+    whole task path, or None for all), of task folders named ``task`` when given, with that
+    ``status``, started on or after ``since``."""
+
+    task_path: str | None = None
+    status: str | None = None
+    since: str | date | datetime | None = None
+    task: str | None = None
+
+    def since_micros(self) -> int | None:
+        """``since`` in microseconds since the epoch (None when not given); a ValueError when it
+        is no ISO date or time."""
+        if self.since is None:
+            return None
+        since_at = instant(self.since)
+        if since_at is None:
+            raise ValueError(f"since must be an ISO date or time, not {self.since!r}")
+        return epoch_micros(since_at)
 
 
 class RunQueries(IndexedStore):
@@ -83,25 +106,15 @@ class RunQueries(IndexedStore):
         runs = self.list_runs(task_path, limit=1)
         return runs[0] if runs else None
 
-    def iter_search(
-        self,
-        task_path: str | None = None,
-        status: str | None = None,
-        since: str | date | datetime | None = None,
-        *,
-        task: str | None = None,
-        with_documents: bool = True,
-    ) -> Iterator[RunEntry]:
+    def iter_search(self, search: RunSearch, *, with_documents: bool = True) -> Iterator[RunEntry]:
         """Entries of ``search``'s runs, newest first, one at a time (memory stays flat)."""
-        since_at = instant(since) if since is not None else None
-        if since is not None and since_at is None:
-            raise ValueError(f"since must be an ISO date or time, not {since!r}")
+        since = search.since_micros()
         return self._runs(
-            self._task_folders(task_path, task),
-            status=status,
-            since=epoch_micros(since_at) if since_at is not None else None,
+            self._task_folders(search.task_path, search.task),
+            status=search.status,
+            since=since,
             with_documents=with_documents,
-            whole_store=task_path is None and task is None,
+            whole_store=search.task_path is None and search.task is None,
         )
 
     def search(
@@ -112,10 +125,9 @@ class RunQueries(IndexedStore):
         *,
         task: str | None = None,
     ) -> list[RunRecord]:
-        """Runs under ``task_path`` (``usecase``, ``usecase/package``, a whole task path, or None
-        for all), of task folders named ``task`` when given, with that status, started on or
-        after ``since``; newest first."""
-        return [entry.record() for entry in self.iter_search(task_path, status, since, task=task)]
+        """The runs of ``RunSearch(task_path, status, since, task)``, newest first."""
+        entries = self.iter_search(RunSearch(task_path, status, since, task))
+        return [entry.record() for entry in entries]
 
     def _task_folders(self, task_path: str | None, task: str | None) -> list[str]:
         parts = [p for p in (task_path or "").strip("/").split("/") if p]
