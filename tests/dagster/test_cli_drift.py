@@ -27,7 +27,6 @@ INPUT_ASSET_KEYS = {"orders": "shop/orders"}
 
 
 def run(
-    run_id: str,
     day: int,
     *,
     data_hash: str | None = DATA_1,
@@ -39,9 +38,10 @@ def run(
     config_hash: str | None = None,
     reads: bool = True,
 ) -> RunRecord:
-    """A record of one materialisation of shop/totals, which read shop/orders."""
+    """A record of one materialisation of shop/totals, which read shop/orders, on March ``day``
+    (its run id ``run-<day>``, ``.<partition>`` after it when it has one)."""
     return RunRecord(
-        run_id=run_id,
+        run_id=f"run-{day}" + (f".{partition}" if partition is not None else ""),
         usecase="dagster",
         package="default",
         task_name=task_name_for_key(ASSET),
@@ -115,7 +115,7 @@ def compare_text(capsys, usecase_dir: Any, *extra: str) -> str:
 
 
 def test_moved_data_under_same_code_environment_and_inputs_is_flagged_same_inputs(capsys, tmp_path):
-    save_runs(tmp_path, run("run-1", 1), run("run-2", 2, data_hash=DATA_2))
+    save_runs(tmp_path, run(1), run(2, data_hash=DATA_2))
     drift = drift_of(capsys, tmp_path)
     assert drift["verdict"] == "drift" and drift["reason"] == SAME_INPUTS and drift["flagged"]
     assert (drift["previous_run_id"], drift["current_run_id"]) == ("run-1", "run-2")
@@ -123,7 +123,7 @@ def test_moved_data_under_same_code_environment_and_inputs_is_flagged_same_input
 
 
 def test_a_moved_input_digest_passes_as_inputs_changed_naming_the_upstream(capsys, tmp_path):
-    save_runs(tmp_path, run("run-1", 1), run("run-2", 2, data_hash=DATA_2, orders=ORDERS_2))
+    save_runs(tmp_path, run(1), run(2, data_hash=DATA_2, orders=ORDERS_2))
     drift = drift_of(capsys, tmp_path)
     assert (drift["verdict"], drift["reason"], drift["flagged"]) == (
         "explained",
@@ -136,38 +136,34 @@ def test_a_moved_input_digest_passes_as_inputs_changed_naming_the_upstream(capsy
 
 
 def test_inputs_changed_flags_when_asked_with_flag(capsys, tmp_path):
-    save_runs(tmp_path, run("run-1", 1), run("run-2", 2, data_hash=DATA_2, orders=ORDERS_2))
+    save_runs(tmp_path, run(1), run(2, data_hash=DATA_2, orders=ORDERS_2))
     drift = drift_of(capsys, tmp_path, "--flag", "inputs changed")
     assert drift["flagged"] and drift["outcome"] == "drift (inputs changed: shop/orders)"
 
 
 def test_a_config_change_explains_the_moved_data(capsys, tmp_path):
-    before = run("run-1", 1, config_hash="sha256:" + "7" * 64)
-    save_runs(tmp_path, before, run("run-2", 2, data_hash=DATA_2, config_hash="sha256:" + "8" * 64))
+    before = run(1, config_hash="sha256:" + "7" * 64)
+    save_runs(tmp_path, before, run(2, data_hash=DATA_2, config_hash="sha256:" + "8" * 64))
     drift = drift_of(capsys, tmp_path)
     assert drift["outcome"] == "explained (config changed)" and not drift["flagged"]
 
 
 def test_an_asset_reading_no_asset_is_a_source_unless_strict(capsys, tmp_path):
-    save_runs(
-        tmp_path, run("run-1", 1, reads=False), run("run-2", 2, data_hash=DATA_2, reads=False)
-    )
+    save_runs(tmp_path, run(1, reads=False), run(2, data_hash=DATA_2, reads=False))
     assert drift_of(capsys, tmp_path)["outcome"] == "explained (source: reads no asset)"
     strict = drift_of(capsys, tmp_path, "--strict-sources")
     assert strict["outcome"] == "drift (same inputs)" and strict["flagged"]
 
 
 def test_unrecorded_input_digests_are_flagged_inputs_unknown(capsys, tmp_path):
-    save_runs(
-        tmp_path, run("run-1", 1, orders=None), run("run-2", 2, data_hash=DATA_2, orders=None)
-    )
+    save_runs(tmp_path, run(1, orders=None), run(2, data_hash=DATA_2, orders=None))
     drift = drift_of(capsys, tmp_path)
     assert (drift["verdict"], drift["reason"]) == ("drift", INPUTS_UNKNOWN)
     assert drift["inputs_unknown"] == ["shop/orders"] and drift["flagged"]
 
 
 def test_a_code_change_explains_the_moved_data_and_is_not_flagged(capsys, tmp_path):
-    save_runs(tmp_path, run("run-1", 1), run("run-2", 2, data_hash=DATA_2, code_hash=CODE_V2))
+    save_runs(tmp_path, run(1), run(2, data_hash=DATA_2, code_hash=CODE_V2))
     drift = drift_of(capsys, tmp_path)
     assert drift["verdict"] == "explained" and not drift["flagged"] and drift["reason"] is None
     assert drift["why"] == "data changed, explained: code changed"
@@ -176,23 +172,23 @@ def test_a_code_change_explains_the_moved_data_and_is_not_flagged(capsys, tmp_pa
 
 
 def test_an_environment_change_explains_the_moved_data_and_is_not_flagged(capsys, tmp_path):
-    changed = run("run-2", 2, data_hash=DATA_2, environment_hash=ENV_V2)
-    save_runs(tmp_path, run("run-1", 1), changed)
+    changed = run(2, data_hash=DATA_2, environment_hash=ENV_V2)
+    save_runs(tmp_path, run(1), changed)
     drift = drift_of(capsys, tmp_path)
     assert drift["verdict"] == "explained" and not drift["flagged"]
     assert "environment changed" in drift["why"]
 
 
 def test_identical_data_is_unchanged(capsys, tmp_path):
-    save_runs(tmp_path, run("run-1", 1), run("run-2", 2))
+    save_runs(tmp_path, run(1), run(2))
     drift = drift_of(capsys, tmp_path)
     assert drift["verdict"] == "unchanged" and not drift["flagged"]
     assert "drift  result: unchanged" in compare_text(capsys, tmp_path)
 
 
 def test_a_missing_data_hash_is_not_judged_and_says_why(capsys, tmp_path):
-    failed = run("run-2", 2, data_hash=None, hash_error="TypeError: unhashable type: 'dict'")
-    save_runs(tmp_path, run("run-1", 1), failed)
+    failed = run(2, data_hash=None, hash_error="TypeError: unhashable type: 'dict'")
+    save_runs(tmp_path, run(1), failed)
     drift = drift_of(capsys, tmp_path)
     assert drift["verdict"] == "not judged" and not drift["flagged"]
     assert (
@@ -207,7 +203,7 @@ def test_a_missing_data_hash_is_not_judged_and_says_why(capsys, tmp_path):
 
 
 def test_the_earlier_started_run_is_the_previous_one_whatever_the_run_id_order(capsys, tmp_path):
-    save_runs(tmp_path, run("run-1", 1), run("run-2", 2, data_hash=DATA_2, orders=ORDERS_2))
+    save_runs(tmp_path, run(1), run(2, data_hash=DATA_2, orders=ORDERS_2))
     document = compare_json(
         capsys, tmp_path, "--json", "--drift", "--run-id1", "run-2", "--run-id2", "run-1"
     )
@@ -218,8 +214,8 @@ def test_the_earlier_started_run_is_the_previous_one_whatever_the_run_id_order(c
 
 
 def test_runs_of_different_partitions_are_never_judged_against_each_other(capsys, tmp_path):
-    north = run("run-1.north", 1, partition="north")
-    south = run("run-2.south", 2, data_hash=DATA_2, partition="south")
+    north = run(1, partition="north")
+    south = run(2, data_hash=DATA_2, partition="south")
     save_runs(tmp_path, north, south)
     drift = drift_of(capsys, tmp_path, "--run-id1", "run-1.north", "--run-id2", "run-2.south")
     assert drift["verdict"] == "not judged" and not drift["flagged"]
@@ -231,11 +227,11 @@ def test_by_default_the_newest_run_is_compared_with_the_previous_run_of_its_part
 ):
     save_runs(
         tmp_path,
-        run("run-1.south", 1, partition="south"),
-        run("run-2.north", 2, partition="north"),
-        run("run-3.south", 3, data_hash=DATA_2, partition="south"),
-        run("run-4.north", 4, partition="north"),
-        run("run-5.south", 5, data_hash=DATA_2, partition="south"),
+        run(1, partition="south"),
+        run(2, partition="north"),
+        run(3, data_hash=DATA_2, partition="south"),
+        run(4, partition="north"),
+        run(5, data_hash=DATA_2, partition="south"),
     )
     document = compare_json(capsys, tmp_path, "--json", "--drift")
     assert (document["a"]["run_id"], document["b"]["run_id"]) == ("run-3.south", "run-5.south")
@@ -245,8 +241,8 @@ def test_by_default_the_newest_run_is_compared_with_the_previous_run_of_its_part
 def test_default_compare_of_a_partition_with_one_run_names_the_problem(capsys, tmp_path):
     save_runs(
         tmp_path,
-        run("run-1.north", 1, partition="north"),
-        run("run-2.south", 2, partition="south"),
+        run(1, partition="north"),
+        run(2, partition="south"),
     )
     code = main(["lineage", "compare", "-d", str(tmp_path), "--asset", "shop/totals"])
     err = capsys.readouterr().err
@@ -256,15 +252,15 @@ def test_default_compare_of_a_partition_with_one_run_names_the_problem(capsys, t
 
 
 def test_only_outputs_in_both_runs_are_judged(capsys, tmp_path):
-    renamed = run("run-2", 2, data_hash=DATA_2)
+    renamed = run(2, data_hash=DATA_2)
     renamed.outputs[0].name = "summary"
-    save_runs(tmp_path, run("run-1", 1), renamed)
+    save_runs(tmp_path, run(1), renamed)
     assert compare_json(capsys, tmp_path, "--json", "--drift")["drift"] == {}
     assert "no output is in both runs" in compare_text(capsys, tmp_path)
 
 
 def test_json_without_drift_is_the_reference_compare_document(capsys, tmp_path):
-    save_runs(tmp_path, run("run-1", 1), run("run-2", 2, data_hash=DATA_2))
+    save_runs(tmp_path, run(1), run(2, data_hash=DATA_2))
     plain = compare_json(capsys, tmp_path, "--json")
     with_drift = compare_json(capsys, tmp_path, "--json", "--drift")
     assert "drift" not in plain
@@ -313,7 +309,7 @@ def test_the_cli_verdict_equals_the_sensor_verdict_on_the_same_records(capsys, t
         {"reads": False} if scenario == "source" else {},
         **({"config_hash": "sha256:" + "6" * 64} if scenario == "config changed" else {}),
     )
-    records = [run("run-1", 1, **first_inputs), run("run-2", 2, **SCENARIOS[scenario])]
+    records = [run(1, **first_inputs), run(2, **SCENARIOS[scenario])]
     store = save_runs(tmp_path, *records)
     judgement = sensor_judgement(store, records)
     drift = drift_of(capsys, tmp_path)

@@ -19,10 +19,13 @@ from ubunye_core.store import LineageStore
 from ubunye_dagster import UbunyeIOManager, UbunyeResource
 from ubunye_dagster.io.handlers import arrow_files
 
+#: The rows ``ledger`` stores.
+LEDGER = pd.DataFrame({"entry": [0, 1, 2], "amount": [0.5, 1.5, 2.5]})
+
 
 @dg.asset
 def ledger() -> pd.DataFrame:
-    return pd.DataFrame({"entry": [0, 1, 2], "amount": [0.5, 1.5, 2.5]})
+    return LEDGER.copy()
 
 
 @dg.asset
@@ -122,10 +125,8 @@ def recompress(root: Path, instance, metadata) -> None:
 
 
 def tamper(root: Path, instance, metadata) -> None:
-    """Other rows in place of the stored ones."""
-    pd.DataFrame({"entry": [0, 1, 2], "amount": [0.5, 1.5, 99.0]}).to_parquet(
-        root / "data" / "ledger.parquet"
-    )
+    """Other rows in place of the stored ones: the last amount changed."""
+    LEDGER.assign(amount=[0.5, 1.5, 99.0]).to_parquet(root / "data" / "ledger.parquet")
 
 
 def forget_the_byte_digest(root: Path, instance, metadata) -> None:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ubunye_rows.hashing.arrow_lines import slice_lines
@@ -36,12 +36,7 @@ class ChangedRow:
     after: dict[str, Any]
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "key": self.key,
-            "columns": self.columns,
-            "before": self.before,
-            "after": self.after,
-        }
+        return asdict(self)
 
 
 @dataclass

@@ -227,18 +227,21 @@ class RecordedOutput(drift.DriftEvidence):
             return None
         return algorithm_of(self.bytes_hash)
 
-    def proven_input(self, name: str, storage: str, location: str, seconds: float) -> StepRecord:
-        """The input step of stored bytes found to hash to this receipt's byte digest (in
-        ``seconds``): the recorded digest, proven by the bytes, the rows not hashed again."""
-        # Each is set: bytes_algorithm offers a byte proof only of a whole receipt.
-        recorded = Fingerprint(
+    def recorded_fingerprint(self) -> Fingerprint:
+        """The rows-v1 hashes this receipt recorded, as a fingerprint: asked of a whole receipt
+        only (each hash set, as ``bytes_algorithm`` requires for a byte proof)."""
+        return Fingerprint(
             schema_hash=self.schema_hash,  # type: ignore[arg-type]
             data_hash=self.data_hash,
             row_count=self.row_count,
             method=self.hash_method,  # type: ignore[arg-type]
         )
+
+    def proven_input(self, name: str, storage: str, location: str, seconds: float) -> StepRecord:
+        """The input step of stored bytes found to hash to this receipt's byte digest (in
+        ``seconds``): the recorded digest, proven by the bytes, the rows not hashed again."""
         step = StepRecord.from_fingerprint(
-            recorded,
+            self.recorded_fingerprint(),
             name=name,
             direction="input",
             format=storage,
