@@ -18,6 +18,7 @@ import platform
 import subprocess
 import sys
 import tarfile
+import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -95,6 +96,7 @@ def build_rows(outdir: Path) -> tuple[Path, Path]:
     with tarfile.open(sdist) as archive:
         archive.extractall(outdir / "unpacked", filter="data")
     [source] = (outdir / "unpacked").iterdir()
+    dated_now(source)
     command = [sys.executable, "-m", "maturin", "build", "--release", "--locked", "--zig"]
     command += ["--compatibility", MANYLINUX, "--out", str(outdir)]
     # The compiled crates are kept in the checkout's target folder, so a second session builds
@@ -105,6 +107,15 @@ def build_rows(outdir: Path) -> tuple[Path, Path]:
     run(command, cwd=source, env=env)
     [wheel] = outdir.glob("*.whl")
     return sdist, wheel
+
+
+def dated_now(folder: Path) -> None:
+    """Date every file under ``folder`` now. maturin's sdist dates its files 2006, and cargo
+    judges a path crate fresh by its files' times: the shared target folder's kernel, built
+    from an earlier sdist, would be taken as this one's."""
+    now = time.time()
+    for path in folder.rglob("*"):
+        os.utime(path, (now, now))
 
 
 def build_pure_python(source: Path, outdir: Path) -> tuple[Path, Path]:
