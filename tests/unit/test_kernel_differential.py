@@ -8,6 +8,7 @@ import datetime as dt
 import decimal
 import math
 import sys
+import types
 import warnings
 
 import numpy as np
@@ -477,6 +478,40 @@ def test_without_the_extension_hashing_warns_once_with_the_install_command(monke
     assert len(missing) == 1
     assert "pip install" in str(missing[0].message)
     assert first == second == expected
+
+
+def kernel_of_another_build() -> types.ModuleType:
+    """An extension as an older build of ubunye-rows left it: every name but ``hash_table``."""
+    older = types.ModuleType("ubunye_rows._kernel")
+    for name in dir(native.kernel()):
+        if name != "hash_table":
+            setattr(older, name, getattr(native.kernel(), name))
+    return older
+
+
+def test_a_kernel_from_another_build_is_not_used_and_says_what_it_lacks(monkeypatch):
+    table = pa.table({"a": [1, 2], "s": ["x", None]})
+    expected = fingerprint(table)
+    older = kernel_of_another_build()
+    monkeypatch.setattr(native, "_state", {})
+    monkeypatch.setattr(sys.modules["ubunye_rows"], "_kernel", older)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        first, second = fingerprint(table), fingerprint(table)
+    [missing] = [w for w in caught if issubclass(w.category, native.KernelMissingWarning)]
+    assert "another build of ubunye-rows (it lacks hash_table)" in str(missing.message)
+    assert first == second == expected
+
+
+def test_a_kernel_from_another_build_is_refused_when_the_native_kernel_is_required(monkeypatch):
+    older = kernel_of_another_build()
+    monkeypatch.setattr(native, "_state", {})
+    monkeypatch.setattr(sys.modules["ubunye_rows"], "_kernel", older)
+    monkeypatch.setenv(native.KERNEL_ENV, "native")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", native.KernelMissingWarning)
+        with pytest.raises(ImportError, match=r"native but .* lacks hash_table"):
+            native.kernel()
 
 
 def test_timestamps_past_the_years_1_to_9999_are_hashed_by_the_python_path():

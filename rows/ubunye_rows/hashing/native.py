@@ -2,8 +2,9 @@
 
 The kernel writes each row's canonical line from the Arrow buffers, hashes it and adds its lanes
 and sketch bucket, on threads without the GIL (:mod:`ubunye_rows.hashing.table_lanes` decides
-what it is given). When the extension cannot be imported every table takes the Python path, the
-specification, with one warning naming the command that installs the kernel. Where the kernel
+what it is given). When the extension cannot be imported, or comes from another build (it lacks a
+function the Python path calls), every table takes the Python path, the specification, with one
+warning naming the problem and the command that installs the kernel. Where the kernel
 hands a table back (a value it refuses, or a panic it caught, which is warned of as the bug it
 is) :func:`call_or_fall_back` gives None and the caller takes the Python path.
 """
@@ -44,22 +45,39 @@ class KernelPanicWarning(RuntimeWarning):
     """The native kernel panicked (a bug in it); the Python path hashed the data instead."""
 
 
+#: What the Python path calls in the kernel. An extension from another build of ubunye-rows (an
+#: editable build older than the sources beside it) can lack one: it is then not used at all.
+KERNEL_FUNCTIONS = ("hash_table", "hash_lines", "sha_extensions")
+
+
 def _import_kernel() -> ModuleType | None:
     if "module" not in _state:
-        try:
-            from ubunye_rows import _kernel
-        except ImportError as error:
-            _state["module"] = None
+        module, problem = _load_kernel()
+        _state["module"], _state["problem"] = module, problem
+        if problem is not None:
             warnings.warn(
-                f"ubunye-rows: the native rows-v1 kernel did not import ({error}); hashing takes "
-                f"the Python path (same digests, several times slower). Install it: "
-                f"{INSTALL_COMMAND}",
+                f"ubunye-rows: {problem}; hashing takes the Python path (same digests, several "
+                f"times slower). Install it: {INSTALL_COMMAND}",
                 KernelMissingWarning,
                 stacklevel=3,
             )
-        else:
-            _state["module"] = _kernel
     return _state["module"]
+
+
+def _load_kernel() -> tuple[ModuleType | None, str | None]:
+    """The kernel module and None, or None and why it cannot be used."""
+    try:
+        from ubunye_rows import _kernel
+    except ImportError as error:
+        return None, f"the native rows-v1 kernel did not import ({error})"
+    missing = [name for name in KERNEL_FUNCTIONS if not hasattr(_kernel, name)]
+    if missing:
+        where = getattr(_kernel, "__file__", None) or "ubunye_rows._kernel"
+        return None, (
+            f"the native rows-v1 kernel {where} is from another build of ubunye-rows (it "
+            f"lacks {', '.join(missing)})"
+        )
+    return _kernel, None
 
 
 def kernel_setting() -> str:
@@ -79,7 +97,8 @@ def kernel() -> ModuleType | None:
     module = _import_kernel()
     if module is None:
         if wanted == "native":
-            raise ImportError(f"{KERNEL_ENV}=native but the kernel is missing: {INSTALL_COMMAND}")
+            problem = _state.get("problem") or "the kernel is missing"
+            raise ImportError(f"{KERNEL_ENV}=native but {problem}: {INSTALL_COMMAND}")
         fallbacks["unavailable"] += 1
     return module
 
