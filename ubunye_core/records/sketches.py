@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import json
 import os
-import threading
-from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -14,6 +12,7 @@ from ubunye_core.locations import StoreAccess
 from ubunye_core.records.model import SKETCH_FIELD, RunRecord, StepRecord
 from ubunye_rows.hashing.digest import Fingerprint
 from ubunye_rows.hashing.sketch import Sketch, combine
+from ubunye_rows.latest import Latest
 
 
 def step_sketch(step: Any) -> Sketch | None:
@@ -82,25 +81,17 @@ class _SavedSketches:
     signature, or none) is read from the store again."""
 
     def __init__(self, size: int = 256):
-        self._size = size
-        self._kept: OrderedDict[str, tuple[str, tuple[int, ...], list[dict[str, Any]]]] = (
-            OrderedDict()
-        )
-        self._lock = threading.Lock()
+        self._kept: Latest[str, tuple[str, tuple[int, ...], list[dict[str, Any]]]] = Latest(size)
 
     def keep(self, record_path: str, native_path: str, outputs: list[dict[str, Any]]) -> None:
         signature = _signature(native_path)
-        with self._lock:
-            self._kept.pop(record_path, None)
-            if signature is None or not outputs:
-                return
-            self._kept[record_path] = (native_path, signature, outputs)
-            while len(self._kept) > self._size:
-                self._kept.popitem(last=False)
+        if signature is None or not outputs:
+            self._kept.forget(record_path)
+        else:
+            self._kept.put(record_path, (native_path, signature, outputs))
 
     def outputs(self, record_path: str) -> list[dict[str, Any]] | None:
-        with self._lock:
-            kept = self._kept.get(record_path)
+        kept = self._kept.get(record_path)
         if kept is None:
             return None
         native_path, signature, outputs = kept

@@ -10,14 +10,13 @@ where their sketches differ.
 from __future__ import annotations
 
 import base64
-import threading
 import zlib
-from collections import OrderedDict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ubunye_rows.hashing.digest import LANE_MASK, Fingerprint, data_hash, schema_hash
+from ubunye_rows.latest import Latest
 
 if TYPE_CHECKING:
     import numpy as np
@@ -197,25 +196,15 @@ class _KnownSketches:
     again; the schema, stored beside the text, must match too."""
 
     def __init__(self, size: int = 64):
-        self._size = size
-        self._known: OrderedDict[str, Sketch] = OrderedDict()
-        self._lock = threading.Lock()
+        self._known: Latest[str, Sketch] = Latest(size)
 
     def keep(self, packed: Any, sketch: Sketch) -> None:
-        if not isinstance(packed, str):
-            return
-        with self._lock:
-            self._known[packed] = sketch
-            self._known.move_to_end(packed)
-            while len(self._known) > self._size:
-                self._known.popitem(last=False)
+        if isinstance(packed, str):
+            self._known.put(packed, sketch)
 
     def sketch(self, packed: Any, schema: Iterable[Sequence[str]]) -> Sketch | None:
         """The sketch known for ``packed`` with ``schema`` (pairs as stored), else None."""
-        if not isinstance(packed, str):
-            return None
-        with self._lock:
-            known = self._known.get(packed)
+        known = self._known.get(packed) if isinstance(packed, str) else None
         return known if known is not None and known.schema == sorted_schema(schema) else None
 
 
