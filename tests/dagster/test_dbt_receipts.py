@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import subprocess
+from functools import cached_property
 
 import dagster as dg
 import duckdb
@@ -176,3 +177,17 @@ def test_a_failed_model_fails_the_build_and_what_was_built_keeps_its_receipt(tmp
     assert "broken" not in built and "raw_orders" in built
     output = shop.record("raw_orders", result.run_id).outputs[-1]
     assert output.data_hash == shop.digest_read_through_duckdb("raw_orders")
+
+
+def test_the_harness_dbt_resource_still_replaces_the_version_dagster_dbt_asks_dbt_for():
+    # The harness (tests/dbt_shop.py) reads dbt-core's version from the package; should
+    # dagster-dbt stop asking through `_cli_version`, each build would again run `dbt --version`.
+    import dagster_dbt
+    from dbt_shop import InstalledDbtCli
+    from packaging.version import Version
+
+    if Version(dagster_dbt.__version__) < Version("0.27"):
+        pytest.skip(f"dagster-dbt {dagster_dbt.__version__} does not run `dbt --version`")
+    assert isinstance(vars(dagster_dbt.DbtCliResource).get("_cli_version"), cached_property)
+    resource = InstalledDbtCli(project_dir=str(EXAMPLE), profiles_dir=str(EXAMPLE))
+    assert resource._cli_version.major == 1
