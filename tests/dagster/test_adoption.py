@@ -46,6 +46,7 @@ def assert_early_failure_recorded(root: Path, run_id: str) -> None:
     assert record.code_hash is not None and record.ended_at is not None
 
 
+@pytest.mark.smoke
 def test_one_call_adds_the_io_manager_the_sensor_and_the_checks_without_touching_the_assets(
     location,
 ):
@@ -65,6 +66,7 @@ def test_one_call_adds_the_io_manager_the_sensor_and_the_checks_without_touching
     assert [job.name for job in adopted.jobs] == ["everything"]
 
 
+@pytest.mark.smoke
 def test_a_step_failing_before_the_io_manager_is_recorded_under_materialize(location, tmp_path):
     adopted = location.defs
     result = dg.materialize(
@@ -76,7 +78,9 @@ def test_a_step_failing_before_the_io_manager_is_recorded_under_materialize(loca
     assert balance.status == "success"
 
 
-@pytest.mark.parametrize("job_name", ["in_process_job", "multiprocess_job"])
+@pytest.mark.parametrize(
+    "job_name", [pytest.param("in_process_job", marks=pytest.mark.smoke), "multiprocess_job"]
+)
 def test_a_step_failing_before_the_io_manager_is_recorded_under_either_executor(
     location, tmp_path, job_name
 ):
@@ -89,7 +93,9 @@ def test_a_step_failing_before_the_io_manager_is_recorded_under_either_executor(
     assert balance.status == "success" and balance.inputs[0].source_note.startswith("verified:")
 
 
-@pytest.mark.parametrize("job_name", ["in_process_job", "multiprocess_job"])
+@pytest.mark.parametrize(
+    "job_name", [pytest.param("in_process_job", marks=pytest.mark.smoke), "multiprocess_job"]
+)
 def test_a_failing_asset_leaves_every_other_assets_reproducibility_verdict_under_either_executor(
     location, job_name
 ):
@@ -127,6 +133,7 @@ def test_the_checks_judge_with_the_drift_sensors_settings(location):
         assert settings.flag_reasons == ("inputs changed",) and settings.strict_sources
 
 
+@pytest.mark.smoke
 def test_every_materialisation_carries_the_receipt_and_its_summary(location, tmp_path):
     adopted = location.defs
     result = adopted.resolve_job_def("everything").execute_in_process(raise_on_error=False)
@@ -179,6 +186,7 @@ def jittered() -> pd.DataFrame:
 @pytest.mark.parametrize(
     "on_drift", [RECORDED.append, "test_adoption.record_verdict"], ids=["callable", "import path"]
 )
+@pytest.mark.smoke
 def test_with_ubunye_hands_each_flag_to_on_drift(tmp_path, on_drift):
     RECORDED.clear()
     plain = dg.Definitions(assets=[jittered])

@@ -99,6 +99,7 @@ def write_orders(tmp_path: Path, orders: pd.DataFrame) -> None:
     orders.to_parquet(tmp_path / "orders.parquet", index=False)
 
 
+@pytest.mark.smoke
 def test_missing_assets_are_requested_and_then_nothing_until_something_changes(ticks):
     assert ticks.requested() == set()
 
@@ -110,6 +111,7 @@ def test_a_source_rewritten_with_the_same_rows_requests_nothing(ticks, tmp_path)
     assert ticks.requested() == set()
 
 
+@pytest.mark.smoke
 def test_a_source_whose_rows_changed_requests_its_children_only(ticks, tmp_path):
     write_orders(tmp_path, ORDERS.assign(amount=[10, 5, 8]))
     ticks.run(SOURCE)
@@ -126,6 +128,7 @@ def test_a_source_that_cannot_be_read_requests_its_children_as_its_content_is_un
     assert ticks.requested() == {CLEAN}
 
 
+@pytest.mark.smoke
 def test_a_child_rewritten_with_the_same_rows_requests_nothing_below_it(ticks, tmp_path):
     write_orders(tmp_path, pd.concat([ORDERS, pd.DataFrame({"region": ["east"], "amount": [-1]})]))
     ticks.run(SOURCE)
@@ -216,6 +219,7 @@ def test_an_asset_whose_code_version_changed_is_requested(ticks, tmp_path):
     assert ticks.requested() == {TOTALS}
 
 
+@pytest.mark.smoke
 def test_an_asset_declaring_no_code_version_gets_its_code_hash_as_its_code_version(tmp_path):
     ORDERS.to_parquet(tmp_path / "orders.parquet", index=False)
     nodes = definitions(tmp_path, totals_version=None).resolve_asset_graph()
@@ -264,6 +268,7 @@ def test_an_asset_accounting_for_its_own_rows_counts_as_stored_with_receipts(tmp
     assert node.automation_condition.get_label() == "on_content_change"
 
 
+@pytest.mark.smoke
 def test_the_assets_on_the_condition_get_an_automation_sensor_evaluated_with_the_definitions(
     tmp_path,
 ):
@@ -292,6 +297,7 @@ def test_a_sensor_of_the_definitions_evaluated_with_them_keeps_the_assets(tmp_pa
     assert CONTENT_SENSOR not in {sensor.name for sensor in defs.sensors}
 
 
+@pytest.mark.smoke
 def test_a_daemon_evaluated_sensor_targeting_the_condition_is_refused_naming_it(tmp_path):
     daemon_side = dg.AutomationConditionSensorDefinition("nightly", target=[CLEAN])
     path = tmp_path / "orders.parquet"

@@ -16,6 +16,9 @@ from dagster._core.execution.context.system import StepExecutionContext
 
 from ubunye_dagster import dagster_internals as internals
 
+#: The oldest supported Dagster runs this whole module (the smoke set, .ci/run).
+pytestmark = pytest.mark.smoke
+
 DAGSTER_MINOR = tuple(int(part) for part in dg.__version__.split(".")[:2])
 
 

@@ -57,6 +57,7 @@ def materialisation(result: dg.ExecuteInProcessResult, asset: str) -> dg.AssetMa
     return event
 
 
+@pytest.mark.smoke
 def test_each_dbt_model_gets_a_receipt_hashed_in_the_warehouse(built):
     shop, result = built
     for asset in (*MODELS, "payments_by_customer"):
@@ -67,6 +68,7 @@ def test_each_dbt_model_gets_a_receipt_hashed_in_the_warehouse(built):
         assert output.format == "duckdb"
 
 
+@pytest.mark.smoke
 def test_the_record_is_filed_as_every_other_assets_is(built):
     shop, result = built
     identity = identity_for_asset(
@@ -78,6 +80,7 @@ def test_the_record_is_filed_as_every_other_assets_is(built):
     assert shown == str(path)
 
 
+@pytest.mark.smoke
 def test_the_materialisation_carries_the_receipt_and_its_digest_as_data_version(built):
     shop, result = built
     event = materialisation(result, "customer_revenue")
@@ -87,6 +90,7 @@ def test_the_materialisation_carries_the_receipt_and_its_digest_as_data_version(
     assert event.tags["dagster/data_version"] == digest
 
 
+@pytest.mark.smoke
 def test_the_code_hash_is_the_compiled_sql_hash(built):
     shop, result = built
     [compiled] = (shop.project_dir / "target").glob("*/compiled/dbt_shop/models/stg_orders.sql")
@@ -94,6 +98,7 @@ def test_the_code_hash_is_the_compiled_sql_hash(built):
     assert shop.record("stg_orders", result.run_id).code_hash == expected
 
 
+@pytest.mark.smoke
 def test_a_seeds_code_hash_is_its_files_hash_as_dbt_checksums_it(built):
     shop, result = built
     seed = (EXAMPLE / "seeds" / "raw_orders.csv").read_bytes().strip()
@@ -101,6 +106,7 @@ def test_a_seeds_code_hash_is_its_files_hash_as_dbt_checksums_it(built):
     assert shop.record("raw_orders", result.run_id).code_hash == expected
 
 
+@pytest.mark.smoke
 def test_the_inputs_are_the_upstream_models_receipts_of_the_same_run(built):
     shop, result = built
     record = shop.record("customer_revenue", result.run_id)
@@ -111,6 +117,7 @@ def test_the_inputs_are_the_upstream_models_receipts_of_the_same_run(built):
         assert step.source_note == SAME_RUN_NOTE
 
 
+@pytest.mark.smoke
 def test_a_source_is_an_input_hashed_in_the_warehouse(built):
     shop, result = built
     [payments] = shop.record("payments_by_customer", result.run_id).inputs
@@ -119,11 +126,13 @@ def test_a_source_is_an_input_hashed_in_the_warehouse(built):
     assert payments.row_count == 1 and payments.source_note is None
 
 
+@pytest.mark.smoke
 def test_the_environment_names_dbt_core_and_the_adapter(built):
     shop, result = built
     assert_environment_names(shop.record("stg_orders", result.run_id), "duckdb", "duckdb")
 
 
+@pytest.mark.smoke
 def test_a_receipt_never_fails_a_dbt_build(built):
     shop, result = built
     assert result.success
@@ -138,6 +147,7 @@ def test_a_receipt_never_fails_a_dbt_build(built):
     assert not event.tags["dagster/data_version"].startswith("sha256:")
 
 
+@pytest.mark.smoke
 def test_dbt_tests_stay_dbts_asset_checks(built):
     _, result = built
     checks = {
@@ -149,6 +159,7 @@ def test_dbt_tests_stay_dbts_asset_checks(built):
     assert not [name for _, name in checks if name.startswith("ubunye")]
 
 
+@pytest.mark.smoke
 def test_the_reference_cli_reads_the_record_of_a_dbt_model(built):
     shop, result = built
     arguments = ["-d", str(shop.root), "-u", "dagster", "-p", "default", "-t", "customer_revenue"]
@@ -179,6 +190,7 @@ def test_a_failed_model_fails_the_build_and_what_was_built_keeps_its_receipt(tmp
     assert output.data_hash == shop.digest_read_through_duckdb("raw_orders")
 
 
+@pytest.mark.smoke
 def test_the_harness_dbt_resource_still_replaces_the_version_dagster_dbt_asks_dbt_for():
     # The harness (tests/dbt_shop.py) reads dbt-core's version from the package; should
     # dagster-dbt stop asking through `_cli_version`, each build would again run `dbt --version`.

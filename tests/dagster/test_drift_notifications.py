@@ -118,6 +118,7 @@ def held_server(monkeypatch):
 # --- the flagged tick on the sensor's page --------------------------------------------------
 
 
+@pytest.mark.smoke
 def test_a_flagged_tick_names_the_asset_the_run_and_why_on_the_sensor_page(instance):
     first, second = two_noisy_runs(instance)
     shown = daemon_tick(instance, "FLAGGING_DEFS")
@@ -159,6 +160,7 @@ def test_each_flagged_partition_is_one_line_of_the_tick(instance):
 # --- on_drift -------------------------------------------------------------------------------
 
 
+@pytest.mark.smoke
 def test_on_drift_receives_each_flagged_verdict_with_both_records_and_digests(instance, tmp_path):
     pd = pytest.importorskip("pandas")
     from ubunye_dagster import UbunyeIOManager, UbunyeResource
@@ -241,6 +243,7 @@ def test_an_import_path_that_names_no_callable_is_refused_naming_what_is_missing
         build_drift_sensor([noisy], on_drift=path)
 
 
+@pytest.mark.smoke
 def test_a_notifier_that_raises_does_not_fail_the_tick_and_is_logged_naming_the_asset(instance):
     _, second = two_noisy_runs(instance)
     shown = daemon_tick(instance, "RAISING_DEFS")
@@ -281,6 +284,7 @@ def test_a_hook_that_never_returns_is_left_behind_once_the_ticks_hook_time_is_sp
 # --- the ready notifiers --------------------------------------------------------------------
 
 
+@pytest.mark.smoke
 def test_the_webhook_notifier_posts_the_verdict_as_json_to_a_local_server(instance):
     with local_server() as server:
         hook = webhook_notifier(f"{server.url}/drift", headers={"Authorization": "Bearer s3cret"})
@@ -312,6 +316,7 @@ def test_a_webhook_url_that_is_not_http_is_refused():
         webhook_notifier("hooks.example.com/drift")
 
 
+@pytest.mark.smoke
 def test_the_slack_notifier_posts_the_line_to_the_channel_through_dagster_slack(instance):
     pytest.importorskip("dagster_slack")
     with local_server(answer={"ok": True, "channel": "C1", "ts": "1.0"}) as slack_api:

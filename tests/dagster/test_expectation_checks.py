@@ -17,6 +17,9 @@ from ubunye_dagster import UbunyeIOManager, UbunyeResource, build_expectation_ch
 from ubunye_dagster.checks.expectation_checks import expectation_check_specs
 from ubunye_dagster.checks.expectations import ExpectationError
 
+#: The oldest supported Dagster runs this whole module (the smoke set, .ci/run).
+pytestmark = pytest.mark.smoke
+
 RULES = [
     {"not_null": "order_id"},
     {"unique": "customer", "severity": "warn"},

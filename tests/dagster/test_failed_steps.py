@@ -19,6 +19,9 @@ from ubunye_core.store import LineageStore
 from ubunye_dagster import UbunyeIOManager, UbunyeResource, with_ubunye
 from ubunye_dagster.receipts.failed_steps import SENSOR_NAME, build_failed_steps_sensor
 
+#: The oldest supported Dagster runs this whole module (the smoke set, .ci/run).
+pytestmark = pytest.mark.smoke
+
 
 @dg.asset
 def ledger() -> pd.DataFrame:

@@ -27,6 +27,9 @@ from ubunye_dagster.receipts.records import config_hash_of
 from ubunye_rows import fingerprint
 from ubunye_rows.evidence import code_hash, environment, environment_hash
 
+#: The oldest supported Dagster runs this whole module (the smoke set, .ci/run).
+pytestmark = pytest.mark.smoke
+
 HERE = Path(__file__).resolve().parent
 
 

@@ -10,10 +10,14 @@ from pathlib import Path
 
 import dagster as dg
 import pandas as pd
+import pytest
 from dagster._core.definitions.data_version import CachingStaleStatusResolver, StaleStatus
 from dagster._utils.test.data_versions import get_stale_status_resolver
 
 from ubunye_dagster import UbunyeIOManager, UbunyeResource
+
+#: The oldest supported Dagster runs this whole module (the smoke set, .ci/run).
+pytestmark = pytest.mark.smoke
 
 ROWS = {"values": [1, 2, 3]}
 

@@ -62,6 +62,7 @@ def observed(tmp_path: Path, source: ParquetSource | TableSource | dict) -> dg.D
     )
 
 
+@pytest.mark.smoke
 def test_an_observation_reports_the_digest_of_the_files_rows_as_its_data_version(
     tmp_path, instance
 ):
@@ -137,6 +138,7 @@ def test_a_parquet_file_on_s3_is_observed_where_it_is(tmp_path, instance):
     assert seen.metadata["dagster/uri"].value == url
 
 
+@pytest.mark.smoke
 def test_a_duckdb_table_is_observed_in_the_database(tmp_path, instance):
     database = tmp_path / "shop.duckdb"
     with duckdb.connect(str(database)) as connection:
@@ -192,6 +194,7 @@ def test_a_postgres_table_is_observed_in_the_database(tmp_path, instance):
     assert cluster.url not in shown  # the connection string (its password) is never shown
 
 
+@pytest.mark.smoke
 def test_each_observation_leaves_a_record_the_clis_list_trace_and_search(tmp_path, instance):
     ORDERS.to_parquet(tmp_path / "orders.parquet")
     observe(observed(tmp_path, {"path": str(tmp_path / "orders.parquet")}), instance, ORDERS_KEY)
@@ -248,6 +251,7 @@ def test_a_partitioned_source_is_refused_naming_it(tmp_path):
         observed_source(spec, ParquetSource(path=str(tmp_path / "orders.parquet")))
 
 
+@pytest.mark.smoke
 def test_observing_an_asset_the_definitions_materialise_is_refused(tmp_path):
     ORDERS.to_parquet(tmp_path / "orders.parquet")
 
@@ -276,6 +280,7 @@ def test_a_content_condition_on_an_asset_stored_without_receipts_is_refused_nami
         with_ubunye(defs)
 
 
+@pytest.mark.smoke
 def test_an_observed_source_needs_no_io_manager_and_gets_no_reproducibility_check(tmp_path):
     ORDERS.to_parquet(tmp_path / "orders.parquet")
     defs = observed(tmp_path, {"path": str(tmp_path / "orders.parquet")})

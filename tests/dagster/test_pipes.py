@@ -178,6 +178,7 @@ def test_the_external_python_has_ubunye_rows_and_dagster_pipes_and_cannot_import
 # --- the record ------------------------------------------------------------------------------
 
 
+@pytest.mark.smoke
 def test_a_pandas_job_through_pipes_records_the_digest_of_the_rows_it_wrote(shop):
     result = materialise(shop, [orders_asset(shop)])
 
@@ -290,6 +291,7 @@ def test_a_frame_whose_rows_cannot_be_read_gets_an_honest_hash_error(shop):
 # --- when the external process fails ----------------------------------------------------------
 
 
+@pytest.mark.smoke
 def test_an_external_job_failing_midway_leaves_error_records_with_what_it_reported(failed_midway):
     shop, result = failed_midway
     orders = shop.record("dagster/shop/shop.orders", result.run_id)
@@ -457,6 +459,7 @@ def test_lineage_diff_names_the_row_a_pipes_job_added(shop, instance, capsys):
 # --- reads downstream ------------------------------------------------------------------------
 
 
+@pytest.mark.smoke
 def test_an_io_managed_asset_reads_the_table_the_job_wrote_and_verifies_it(shop, instance):
     result = materialise(shop, [orders_asset(shop), big_orders], instance=instance)
 

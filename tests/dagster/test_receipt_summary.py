@@ -6,6 +6,7 @@ from pathlib import Path
 
 import dagster as dg
 import pandas as pd
+import pytest
 
 from ubunye_dagster import UbunyeIOManager, UbunyeResource, build_reproducibility_checks
 from ubunye_dagster.drift.summary import WIDTH_BUDGET
@@ -41,6 +42,7 @@ def summary_of(result: dg.ExecuteInProcessResult, key: str) -> str:
     return metadata[SUMMARY].value, {k: v.value for k, v in metadata.items()}
 
 
+@pytest.mark.smoke
 def test_the_first_materialisation_says_there_is_nothing_to_compare_with(tmp_path):
     ROWS["n"] = 3
     with dg.instance_for_test() as instance:
@@ -50,6 +52,7 @@ def test_the_first_materialisation_says_there_is_nothing_to_compare_with(tmp_pat
     )
 
 
+@pytest.mark.smoke
 def test_a_rerun_with_the_same_rows_says_same_rows(tmp_path):
     ROWS["n"] = 3
     with dg.instance_for_test() as instance:
@@ -61,6 +64,7 @@ def test_a_rerun_with_the_same_rows_says_same_rows(tmp_path):
     )
 
 
+@pytest.mark.smoke
 def test_changed_rows_are_explained_in_the_drift_judgements_words_naming_the_input(tmp_path):
     ROWS["n"] = 3
     with dg.instance_for_test() as instance:
@@ -72,6 +76,7 @@ def test_changed_rows_are_explained_in_the_drift_judgements_words_naming_the_inp
     assert "explained (inputs changed: raw)." in text
 
 
+@pytest.mark.smoke
 def test_the_summary_judges_with_the_drift_settings_the_asset_was_declared_with(tmp_path):
     # The check flags changed inputs too: the summary says so in the check's own terms.
     checks = build_reproducibility_checks([doubled], flag_reasons=["same inputs", "inputs changed"])
@@ -166,6 +171,7 @@ def test_a_write_the_check_judges_reads_the_previous_materialisation_once_and_sh
     assert one_line(text, "**Rows changed**").endswith(f": {outcome}.")
 
 
+@pytest.mark.smoke
 def test_a_run_of_several_assets_finds_their_previous_materialisations_in_one_query(
     tmp_path, monkeypatch
 ):

@@ -153,6 +153,7 @@ def instance(tmp_path: Path):
 # --- the issue's promises -------------------------------------------------------------------
 
 
+@pytest.mark.smoke
 def test_a_deterministic_asset_materialised_twice_is_not_flagged(instance):
     sensor = build_drift_sensor(pipeline())
     first = materialise(instance, pipeline())
@@ -168,6 +169,7 @@ def test_a_deterministic_asset_materialised_twice_is_not_flagged(instance):
     assert drift_tag(instance, second) is None
 
 
+@pytest.mark.smoke
 def test_random_output_with_unchanged_inputs_is_flagged_same_inputs(instance):
     sensor = build_drift_sensor(pipeline())
     first = materialise(instance, pipeline(noisy_totals=True))
@@ -186,6 +188,7 @@ def test_random_output_with_unchanged_inputs_is_flagged_same_inputs(instance):
     assert drift_tag(instance, first) is None
 
 
+@pytest.mark.smoke
 def test_the_flag_is_the_latest_check_result_on_the_asset(instance):
     materialise(instance, pipeline(noisy_totals=True))
     materialise(instance, pipeline(noisy_totals=True))
@@ -213,6 +216,7 @@ def test_the_storage_ids_a_judgement_names_are_text_not_numbers_dagster_plots(in
     assert "ubunye/previous_storage_id" not in first.metadata
 
 
+@pytest.mark.smoke
 def test_changed_upstream_data_passes_as_inputs_changed_naming_the_upstream(instance):
     sensor = build_drift_sensor(pipeline())
     materialise(instance, pipeline(orders=[1, 2, 3]))
@@ -376,6 +380,7 @@ def test_a_code_or_environment_change_is_not_flagged(instance, before, after, re
     assert drift_tag(instance, second) is None
 
 
+@pytest.mark.smoke
 def test_partitions_are_never_compared_with_each_other(instance):
     regions = dg.StaticPartitionsDefinition(["north", "south"])
 
@@ -438,6 +443,7 @@ def test_a_second_tick_flags_nothing_new(instance):
     assert drift_tag(instance, second) == SAME_INPUTS
 
 
+@pytest.mark.smoke
 def test_a_restarted_sensor_judges_only_what_came_after_its_cursor(instance):
     materialise(instance, pipeline())
     cursor = tick(build_drift_sensor(pipeline()), instance, None).cursor
@@ -474,6 +480,7 @@ def test_verdicts_stored_by_a_tick_whose_cursor_was_lost_are_neither_reported_no
     assert [verdict.run_id for verdict in told] == [second, third]
 
 
+@pytest.mark.smoke
 def test_waiting_materialisations_are_paged_through_on_sqlite_storage(instance):
     expected = _report_runless_materialisations(instance, count=60, assets=3)
     judged = _judge_until_idle(build_drift_sensor(None, max_events_per_tick=7), instance, 7)
@@ -612,6 +619,7 @@ def test_unknown_flag_reasons_are_refused_when_the_sensor_is_built():
         build_drift_sensor(None, flag_reasons=["inputs moved"])
 
 
+@pytest.mark.smoke
 def test_a_flag_requests_a_run_of_the_alert_job(instance):
     @dg.op
     def page_someone() -> None:
@@ -813,6 +821,7 @@ def test_a_failing_asset_leaves_every_other_assets_reproducibility_verdict(insta
     assert sorted(judged) == ["jittered", "prices"]
 
 
+@pytest.mark.smoke
 def test_the_verdict_given_in_the_assets_own_step_is_the_drift_sensors(instance, tmp_path):
     assets = receipted_assets(pytest.importorskip("pandas"))[:2]
     checks = build_reproducibility_checks(assets)
@@ -944,6 +953,7 @@ query DriftShown {
 """
 
 
+@pytest.mark.smoke
 def test_under_the_sensor_daemon_the_flag_shows_in_the_ui_and_the_cursor_is_kept(instance):
     # Dagster's own daemon iteration and GraphQL schema (internal APIs): the tick's asset events
     # reach the event log, the cursor is stored, and the UI's queries show check and tag.

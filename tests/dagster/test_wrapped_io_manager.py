@@ -23,6 +23,9 @@ from ubunye_dagster.drift.sensor import DriftCursor, judge_pending_materialisati
 from ubunye_dagster.drift.settings import DriftSettings
 from ubunye_rows import fingerprint, fingerprint_arrow
 
+#: The oldest supported Dagster runs this whole module (the smoke set, .ci/run).
+pytestmark = pytest.mark.smoke
+
 ORDERS = pd.DataFrame({"order_id": [1, 2, 3], "region": ["north", "south", "north"]})
 ORDERS["amount"] = [10.5, 3.25, 7.0]
 DAYS = dg.DailyPartitionsDefinition(start_date="2026-01-01", end_date="2026-01-03")
