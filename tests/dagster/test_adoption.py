@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import importlib
 import random
+from dataclasses import dataclass
 from pathlib import Path
 
 import dagster as dg
@@ -24,14 +25,19 @@ REPRODUCIBILITY_STEP = "ubunye_reproducibility_checks"
 LOCATION = Path(__file__).resolve().parents[1] / "locations" / "adopted_in_one_line.py"
 
 
-@pytest.fixture
-def location(tmp_path, monkeypatch):
-    """The one-line location module, its data and records under ``tmp_path``."""
-    monkeypatch.setenv("UBUNYE_EXAMPLE_HOME", str(tmp_path))
+def load_location(root: Path, monkeypatch: pytest.MonkeyPatch):
+    """The one-line location module loaded anew, its data and records under ``root``."""
+    monkeypatch.setenv("UBUNYE_EXAMPLE_HOME", str(root))
     monkeypatch.syspath_prepend(str(LOCATION.parent))
     import adopted_in_one_line
 
     return importlib.reload(adopted_in_one_line)
+
+
+@pytest.fixture
+def location(tmp_path, monkeypatch):
+    """The one-line location module, its data and records under ``tmp_path``."""
+    return load_location(tmp_path, monkeypatch)
 
 
 def records(root: Path, task_path: str):
@@ -78,47 +84,66 @@ def test_a_step_failing_before_the_io_manager_is_recorded_under_materialize(loca
     assert balance.status == "success"
 
 
-@pytest.mark.parametrize(
-    "job_name", [pytest.param("in_process_job", marks=pytest.mark.smoke), "multiprocess_job"]
-)
-def test_a_step_failing_before_the_io_manager_is_recorded_under_either_executor(
-    location, tmp_path, job_name
-):
-    with dg.instance_for_test() as instance:
-        job = ReconstructableJob.for_file(str(LOCATION), job_name)
-        result = dg.execute_job(job, instance=instance)
-    assert not result.success
-    assert_early_failure_recorded(tmp_path, result.run_id)
-    [balance] = records(tmp_path, "dagster/default/balance")
-    assert balance.status == "success" and balance.inputs[0].source_note.startswith("verified:")
+@dataclass(frozen=True)
+class ExecutedJob:
+    """One run of a job of the one-line location, as the tests of an executor read it."""
+
+    root: Path
+    run_id: str
+    success: bool
+    #: The process of each step that started.
+    step_pids: dict[str, int]
+    #: The asset of each reproducibility verdict: the step that gave it and that step's process.
+    verdicts: dict[str, tuple[str, int]]
 
 
-@pytest.mark.parametrize(
-    "job_name", [pytest.param("in_process_job", marks=pytest.mark.smoke), "multiprocess_job"]
+@pytest.fixture(
+    scope="module",
+    params=[pytest.param("in_process_job", marks=pytest.mark.smoke), "multiprocess_job"],
 )
-def test_a_failing_asset_leaves_every_other_assets_reproducibility_verdict_under_either_executor(
-    location, job_name
-):
-    with dg.instance_for_test() as instance:
-        job = ReconstructableJob.for_file(str(LOCATION), job_name)
+def executed(request, tmp_path_factory) -> ExecutedJob:
+    """The location's job of one executor run once (its first step fails before it touches the
+    IO manager), its data and records in a folder of its own."""
+    root = tmp_path_factory.mktemp(request.param)
+    with pytest.MonkeyPatch.context() as monkeypatch, dg.instance_for_test() as instance:
+        load_location(root, monkeypatch)
+        job = ReconstructableJob.for_file(str(LOCATION), request.param)
         result = dg.execute_job(job, instance=instance)
         evaluations = instance.all_logs(
             result.run_id, of_type=dg.DagsterEventType.ASSET_CHECK_EVALUATION
         )
         started = instance.all_logs(result.run_id, of_type=dg.DagsterEventType.STEP_START)
-    assert not result.success
-    step_pids = {entry.step_key: entry.dagster_event.pid for entry in started}
-    verdicts = {
-        entry.dagster_event.event_specific_data.asset_key.to_user_string(): (
-            entry.step_key,
-            entry.dagster_event.pid,
-        )
-        for entry in evaluations
-    }
+    return ExecutedJob(
+        root=root,
+        run_id=result.run_id,
+        success=result.success,
+        step_pids={entry.step_key: entry.dagster_event.pid for entry in started},
+        verdicts={
+            entry.dagster_event.event_specific_data.asset_key.to_user_string(): (
+                entry.step_key,
+                entry.dagster_event.pid,
+            )
+            for entry in evaluations
+        },
+    )
+
+
+def test_a_step_failing_before_the_io_manager_is_recorded_under_either_executor(executed):
+    assert not executed.success
+    assert_early_failure_recorded(executed.root, executed.run_id)
+    [balance] = records(executed.root, "dagster/default/balance")
+    assert balance.status == "success" and balance.inputs[0].source_note.startswith("verified:")
+
+
+def test_a_failing_asset_leaves_every_other_assets_reproducibility_verdict_under_either_executor(
+    executed,
+):
+    assert not executed.success
     # Given in each asset's own step (its process under the multiprocess executor); no step ran
     # for the checks, and the failed asset has no verdict.
-    assert verdicts == {name: (name, step_pids[name]) for name in ("ledger", "balance")}
-    assert set(step_pids) == {"unreachable_source", "ledger", "balance"}
+    pids = executed.step_pids
+    assert executed.verdicts == {name: (name, pids[name]) for name in ("ledger", "balance")}
+    assert set(pids) == {"unreachable_source", "ledger", "balance"}
 
 
 def test_the_checks_judge_with_the_drift_sensors_settings(location):
