@@ -16,6 +16,8 @@ from pathlib import Path
 from typing import Any
 
 import dagster as dg
+from dagster._config.pythonic_config import resource as pythonic_resources
+from dagster._config.pythonic_config.resource import ConfigurableResourceFactory
 from dagster._core.definitions.data_version import (
     CODE_VERSION_TAG,
     DATA_VERSION_TAG,
@@ -522,3 +524,88 @@ def evaluated_in_user_code(sensor: dg.SensorDefinition) -> bool | None:
     if sensor.sensor_type == SensorType.AUTOMATION:
         return True
     return False if sensor.sensor_type == SensorType.AUTO_MATERIALIZE else None
+
+
+class QuickRebuilds:
+    """A mixin for a ``ConfigurableResource`` or ``ConfigurableIOManager`` (put first): Dagster
+    rebuilds a resource several times as each run starts (``_with_updated_values``), each
+    rebuild inferring the class's config schema anew; a rebuild with the values the resource
+    already holds (a nested resource rebuilt with the same values counts) is a copy of it, as
+    the rebuild would make it, without inferring again."""
+
+    def _with_updated_values(self, values: Mapping[str, Any] | None) -> Any:
+        values = dict(values or {})
+        if not _holds_values(self, values):
+            return super()._with_updated_values(values)  # type: ignore[misc]
+        return _rebuilt_copy(self, values)
+
+
+def _holds_values(model: Any, values: Mapping[str, Any]) -> bool:
+    """True when each of ``values`` is a field ``model`` holds with that value (a nested
+    resource only where Dagster keeps it as one)."""
+    fields = type(model).model_fields
+    held = model.__dict__
+    nested = model._state__internal__.nested_resources
+    return all(
+        name in fields
+        and name in held
+        and _same_value(held[name], value)
+        and (
+            held[name] is value
+            or not isinstance(value, ConfigurableResourceFactory)
+            or name in nested
+        )
+        for name, value in values.items()
+    )
+
+
+def _same_value(held: Any, given: Any) -> bool:
+    """The same object, a resource of the same class holding the same values, or equal plain
+    config values of the same types throughout (an ``EnvVar``, a string subclass, is never
+    taken for the text it resolves to)."""
+    if held is given:
+        return True
+    if type(held) is not type(given):
+        return False
+    if isinstance(held, ConfigurableResourceFactory):
+        fields = type(held).model_fields
+        return fields.keys() <= given.__dict__.keys() and _holds_values(
+            held, {name: given.__dict__[name] for name in fields}
+        )
+    if isinstance(held, dict):
+        return held.keys() == given.keys() and all(_same_value(held[k], given[k]) for k in held)
+    if isinstance(held, (list, tuple)):
+        return len(held) == len(given) and all(map(_same_value, held, given))
+    return type(held) in (str, int, float, bool) and held == given
+
+
+def _rebuilt_copy(model: Any, values: Mapping[str, Any]) -> Any:
+    """``model`` as Dagster's rebuild with ``values`` (the values it holds) makes it: the same
+    fields and config schema, each nested resource the one given, its own private attributes
+    back at their defaults, the fields it is given set and its config as Dagster resolves them
+    (the schema's defaults curried again only when they change)."""
+    copy = model.model_copy()
+    for name, private in type(model).__private_attributes__.items():
+        if name != "_state__internal__":
+            setattr(copy, name, private.get_default())
+    swapped = {
+        name: value
+        for name, value in values.items()
+        if isinstance(value, ConfigurableResourceFactory) and copy.__dict__[name] is not value
+    }
+    copy.__dict__.update(swapped)
+    given = copy._get_non_default_public_field_values()
+    plain = pythonic_resources.separate_resource_params(type(model), dict(given)).non_resources
+    object.__setattr__(copy, "__pydantic_fields_set__", set(given) & set(type(model).model_fields))
+    state = copy._state__internal__
+    config = {k: v for k, v in copy._convert_to_config_dictionary().items() if k in plain}
+    resolved = pythonic_resources.config_dictionary_from_values(config, state.schema)
+    curried = state.config_schema
+    if resolved != state.resolved_config_dict:
+        curried = pythonic_resources._curry_config_schema(state.schema, resolved)
+    copy._state__internal__ = state._replace(
+        resolved_config_dict=resolved,
+        config_schema=curried,
+        nested_resources={**state.nested_resources, **swapped},
+    )
+    return copy

@@ -44,7 +44,7 @@ class Receipt:
         return dg.MaterializeResult(metadata=metadata, data_version=self.data_version, **kwargs)
 
 
-class UbunyeResource(dg.ConfigurableResource, RecordSettings):
+class UbunyeResource(internals.QuickRebuilds, dg.ConfigurableResource, RecordSettings):
     """Settings of the run records (where, under which usecase, what is hashed: the fields of
     ``RecordSettings``) and a recorder."""
 

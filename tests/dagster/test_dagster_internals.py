@@ -444,3 +444,112 @@ def test_a_listener_still_hears_each_step_start_of_its_run_as_the_event_log_stor
         r.event_log_entry.step_key: r.event_log_entry.timestamp for r in stored.records
     }
     assert set(starts) == {"prices", "costs"}
+
+
+def _as_rebuilt(resource) -> dict:
+    """What a rebuilt resource holds: its fields (a nested resource by what it holds), the
+    fields it was given, Dagster's state of it and its private attributes."""
+    from ubunye_dagster import UbunyeResource
+
+    state = resource._state__internal__
+    return {
+        "fields": {
+            name: _as_rebuilt(value) if isinstance(value, UbunyeResource) else value
+            for name, value in dict(resource).items()
+        },
+        "fields_set": resource.model_fields_set,
+        "resolved": state.resolved_config_dict,
+        "schema_default": state.schema.default_value,
+        "config_default": state.config_schema.as_field().default_value,
+        "nested": {name: id(value) for name, value in state.nested_resources.items()},
+        "partial": set(state.nested_partial_resources),
+        "context": state.resource_context,
+        "private": dict(resource.__pydantic_private__ or {}),
+    }
+
+
+def test_a_rebuild_with_the_values_a_resource_holds_is_what_dagsters_rebuild_makes(tmp_path):
+    from dagster._config.pythonic_config.resource import ConfigurableResourceFactory
+
+    from ubunye_dagster import UbunyeIOManager, UbunyeResource
+
+    settings = UbunyeResource(usecase_dir=str(tmp_path), verify_reads="warn")
+    manager = UbunyeIOManager(base_path=str(tmp_path / "data"), format="parquet", ubunye=settings)
+    manager.storage()  # a private attribute set: a rebuild starts without it
+    held_config = {"base_path": str(tmp_path / "data"), "storage_options": {}, "format": "parquet"}
+    settings_config = dict(settings._convert_to_config_dictionary())
+    rebuilt_settings = settings._with_updated_values({})
+    for resource, values in (
+        (manager, {}),
+        (manager, held_config),
+        (manager, {"ubunye": rebuilt_settings}),
+        (settings, {}),
+        (settings, settings_config),
+    ):
+        quick = resource._with_updated_values(values)
+        dagsters = ConfigurableResourceFactory._with_updated_values(resource, values)
+        assert quick is not resource
+        assert _as_rebuilt(quick) == _as_rebuilt(dagsters), values
+    assert manager._with_updated_values({"ubunye": rebuilt_settings}).ubunye is rebuilt_settings
+
+
+def test_a_rebuild_with_other_values_is_left_to_dagster(tmp_path, monkeypatch):
+    from ubunye_dagster import UbunyeIOManager
+
+    monkeypatch.setenv("UBUNYE_TEST_BASE", str(tmp_path / "from_env"))
+    manager = UbunyeIOManager(base_path=str(tmp_path / "data"))
+    moved = manager._with_updated_values({"base_path": str(tmp_path / "other")})
+    assert moved.base_path == str(tmp_path / "other")
+    assert moved._state__internal__.resolved_config_dict["base_path"] == str(tmp_path / "other")
+
+    # An EnvVar is never taken for the text it resolves to: Dagster resolves it.
+    from_env = UbunyeIOManager(base_path=dg.EnvVar("UBUNYE_TEST_BASE"))
+    resolved = from_env._with_updated_values({"base_path": "UBUNYE_TEST_BASE"})
+    assert resolved._state__internal__.resolved_config_dict["base_path"] == "UBUNYE_TEST_BASE"
+    assert type(resolved.base_path) is str
+
+
+def test_an_io_manager_configured_at_launch_stores_where_the_run_config_says(tmp_path):
+    from ubunye_dagster import UbunyeIOManager
+
+    @dg.asset
+    def launched() -> pd.DataFrame:
+        return pd.DataFrame({"n": [1]})
+
+    base = tmp_path / "launched_data"
+    config = {"resources": {"io_manager": {"config": {"base_path": str(base)}}}}
+    with dg.DagsterInstance.ephemeral() as instance:
+        result = dg.materialize(
+            [launched],
+            resources={"io_manager": UbunyeIOManager.configure_at_launch()},
+            run_config=config,
+            instance=instance,
+        )
+    assert result.success
+    assert (base / "launched.parquet").exists()
+
+
+def test_a_run_rebuilds_the_io_manager_and_its_resource_without_inferring_their_schema(
+    tmp_path, monkeypatch
+):
+    from dagster._config.pythonic_config import resource as pythonic_resources
+
+    from ubunye_dagster import UbunyeIOManager, UbunyeResource
+
+    manager = UbunyeIOManager(
+        base_path=str(tmp_path / "data"), ubunye=UbunyeResource(usecase_dir=str(tmp_path))
+    )
+    inferred: list[str] = []
+    infer = pythonic_resources.infer_schema_from_config_class
+
+    def infer_and_note(model_cls, *args, **kwargs):
+        inferred.append(model_cls.__name__)
+        return infer(model_cls, *args, **kwargs)
+
+    monkeypatch.setattr(pythonic_resources, "infer_schema_from_config_class", infer_and_note)
+    with dg.DagsterInstance.ephemeral() as instance:
+        result = dg.materialize(
+            [prices, costs], resources={"io_manager": manager}, instance=instance
+        )
+    assert result.success
+    assert not {"UbunyeIOManager", "UbunyeResource"} & set(inferred)

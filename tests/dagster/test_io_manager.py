@@ -193,6 +193,33 @@ def test_each_record_starts_when_dagster_started_its_step(tmp_path):
         assert abs(required_instant(record.started_at).timestamp() - starts[step]) < 1e-3
 
 
+def test_no_step_asks_the_event_log_when_it_started_the_io_manager_heard_it(tmp_path, monkeypatch):
+    from ubunye_core.records.times import required_instant
+
+    with dg.instance_for_test() as instance:
+        asked: list = []
+        read_run = instance.get_records_for_run
+
+        def read_and_note(run_id, *args, **kwargs):
+            asked.append(kwargs.get("of_type"))
+            return read_run(run_id, *args, **kwargs)
+
+        monkeypatch.setattr(instance, "get_records_for_run", read_and_note)
+        result = run([orders, order_totals], tmp_path, instance=instance)
+        monkeypatch.undo()
+        starts = {
+            record.event_log_entry.step_key: record.event_log_entry.timestamp
+            for record in instance.get_records_for_run(
+                result.run_id, of_type=dg.DagsterEventType.STEP_START
+            ).records
+        }
+    # The run's resources were set up in this process before its steps started.
+    assert dg.DagsterEventType.STEP_START not in asked
+    for step, task in (("orders", "sales/orders"), ("order_totals", "sales/order_totals")):
+        record = record_of(tmp_path, f"dagster/{task}", result.run_id)
+        assert abs(required_instant(record.started_at).timestamp() - starts[step]) < 1e-3
+
+
 def test_every_materialisation_shows_the_receipt_as_metadata(tmp_path):
 
     result = run([orders, order_totals], tmp_path)

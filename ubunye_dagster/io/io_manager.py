@@ -13,6 +13,7 @@ import dagster as dg
 from pydantic import Field, PrivateAttr, model_validator
 
 from ubunye_core.locations import StoreAccess
+from ubunye_dagster.dagster_internals import QuickRebuilds
 from ubunye_dagster.io.handlers import default_handlers
 from ubunye_dagster.io.pipeline import ReceiptPipeline
 from ubunye_dagster.io.pipeline import UnverifiedReadError as UnverifiedReadError
@@ -24,7 +25,7 @@ from ubunye_dagster.resource import UbunyeResource
 from ubunye_dagster.strict_fields import refuse_unknown_fields
 
 
-class UbunyeIOManager(dg.ConfigurableIOManager):
+class UbunyeIOManager(QuickRebuilds, dg.ConfigurableIOManager):
     """Stores pandas, pyarrow, polars and Spark frames as Parquet (or Delta tables) and records
     each read and write.
 
@@ -97,6 +98,10 @@ class UbunyeIOManager(dg.ConfigurableIOManager):
         """Load the stored frame(s) as the annotated type (else the written type), hashing and
         verifying each as configured; several partitions load as ``{partition key: frame}``."""
         return self.pipeline().load_input(context)
+
+    def setup_for_execution(self, context: dg.InitResourceContext) -> None:
+        """Hear the run's step starts from now on (see ``ReceiptPipeline.setup``)."""
+        self.pipeline().setup(context)
 
     def teardown_after_execution(self, context: dg.InitResourceContext) -> None:
         """Close the records of this run's steps still open in this process (see
