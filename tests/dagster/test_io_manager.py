@@ -156,18 +156,24 @@ def test_an_input_is_hashed_as_loaded_and_matches_what_upstream_wrote(tmp_path):
     assert read.source_note.startswith("verified")
 
 
+def noted_lookups(instance, monkeypatch) -> list[str]:
+    """The asset keys the instance is asked for materialisations of, from now on."""
+    asked: list[str] = []
+    fetch = instance.fetch_materializations
+
+    def fetch_and_note(records_filter, *args, **kwargs):
+        asked.append(records_filter.asset_key.to_user_string())
+        return fetch(records_filter, *args, **kwargs)
+
+    monkeypatch.setattr(instance, "fetch_materializations", fetch_and_note)
+    return asked
+
+
 def test_a_read_takes_its_upstreams_receipt_from_the_step_of_its_own_run_that_wrote_it(
     tmp_path, monkeypatch
 ):
     with dg.instance_for_test() as instance:
-        asked: list[str] = []
-        fetch = instance.fetch_materializations
-
-        def fetch_and_note(records_filter, *args, **kwargs):
-            asked.append(records_filter.asset_key.to_user_string())
-            return fetch(records_filter, *args, **kwargs)
-
-        monkeypatch.setattr(instance, "fetch_materializations", fetch_and_note)
+        asked = noted_lookups(instance, monkeypatch)
         result = run([orders, order_totals], tmp_path, instance=instance)
 
     [written] = record_of(tmp_path, "dagster/sales/orders", result.run_id).outputs
@@ -180,19 +186,6 @@ def test_a_read_takes_its_upstreams_receipt_from_the_step_of_its_own_run_that_wr
 @dg.asset(group_name="sales", name="orders")
 def fewer_orders() -> pd.DataFrame:
     return ORDERS.iloc[:2].copy()
-
-
-def noted_lookups(instance, monkeypatch) -> list[str]:
-    """The asset keys the instance is asked for materialisations of, from now on."""
-    asked: list[str] = []
-    fetch = instance.fetch_materializations
-
-    def fetch_and_note(records_filter, *args, **kwargs):
-        asked.append(records_filter.asset_key.to_user_string())
-        return fetch(records_filter, *args, **kwargs)
-
-    monkeypatch.setattr(instance, "fetch_materializations", fetch_and_note)
-    return asked
 
 
 def test_a_read_of_an_upstream_this_process_wrote_in_an_earlier_run_asks_the_event_log_nothing(
