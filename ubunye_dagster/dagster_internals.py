@@ -325,6 +325,30 @@ def set_data_version(
     step_context.set_data_version(asset_key, dg.DataVersion(digest))
 
 
+@dataclass(frozen=True)
+class HeldMaterialisation:
+    """An input asset's latest materialisation as Dagster read it when the step started."""
+
+    run_id: str
+    data_version: str | None
+
+
+def held_input_materialisation(
+    step_context: StepExecutionContext, asset_key: dg.AssetKey
+) -> HeldMaterialisation | None:
+    """The run and data version of the asset's latest materialisation as Dagster read it when the
+    step started, for the step's provenance (nothing is asked here); None when the step holds
+    none, or holds an observation."""
+    try:
+        info = (step_context.input_asset_records or {}).get(asset_key)
+    except Exception:  # a context built in a test
+        return None
+    if info is None or info.event_type != dg.DagsterEventType.ASSET_MATERIALIZATION:
+        return None
+    version = info.data_version.value if info.data_version is not None else None
+    return HeldMaterialisation(info.run_id, version)
+
+
 def planned_assets(
     instance: dg.DagsterInstance, dagster_run_id: str, step_key: str
 ) -> list[tuple[dg.AssetKey, str | None]]:

@@ -447,3 +447,28 @@ def test_a_listener_still_hears_each_step_start_of_its_run_as_the_event_log_stor
         r.event_log_entry.step_key: r.event_log_entry.timestamp for r in stored.records
     }
     assert set(starts) == {"prices", "costs"}
+
+
+HELD: list = []
+
+
+@dg.asset(name="held_upstream")
+def held_upstream(context) -> dg.Output:
+    return dg.Output(1, data_version=dg.DataVersion("v-upstream"))
+
+
+@dg.asset(name="held_downstream", deps=[held_upstream])
+def held_downstream(context) -> None:
+    step_context = context.op_execution_context.get_step_execution_context()
+    HELD.append(internals.held_input_materialisation(step_context, dg.AssetKey("held_upstream")))
+
+
+def test_a_step_still_holds_the_run_and_data_version_of_its_inputs_latest_materialisation():
+    HELD.clear()
+    with dg.DagsterInstance.ephemeral() as instance:
+        upstream = dg.materialize([held_upstream], instance=instance)
+        dg.materialize(
+            [held_upstream, held_downstream], selection=[held_downstream], instance=instance
+        )
+    [held] = HELD
+    assert held == internals.HeldMaterialisation(upstream.run_id, "v-upstream")

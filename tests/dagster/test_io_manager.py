@@ -159,18 +159,24 @@ def test_an_input_is_hashed_as_loaded_and_matches_what_upstream_wrote(tmp_path):
     assert read.source_note.startswith("verified")
 
 
+def noted_lookups(instance, monkeypatch) -> list[str]:
+    """The asset keys the instance is asked for materialisations of, from now on."""
+    asked: list[str] = []
+    fetch = instance.fetch_materializations
+
+    def fetch_and_note(records_filter, *args, **kwargs):
+        asked.append(records_filter.asset_key.to_user_string())
+        return fetch(records_filter, *args, **kwargs)
+
+    monkeypatch.setattr(instance, "fetch_materializations", fetch_and_note)
+    return asked
+
+
 def test_a_read_takes_its_upstreams_receipt_from_the_step_of_its_own_run_that_wrote_it(
     tmp_path, monkeypatch
 ):
     with dg.instance_for_test() as instance:
-        asked: list[str] = []
-        fetch = instance.fetch_materializations
-
-        def fetch_and_note(records_filter, *args, **kwargs):
-            asked.append(records_filter.asset_key.to_user_string())
-            return fetch(records_filter, *args, **kwargs)
-
-        monkeypatch.setattr(instance, "fetch_materializations", fetch_and_note)
+        asked = noted_lookups(instance, monkeypatch)
         result = run([orders, order_totals], tmp_path, instance=instance)
 
     [written] = record_of(tmp_path, "dagster/sales/orders", result.run_id).outputs
@@ -178,6 +184,53 @@ def test_a_read_takes_its_upstreams_receipt_from_the_step_of_its_own_run_that_wr
     assert (read.data_hash, read.source_note[:8]) == (written.data_hash, "verified")
     # The summaries' predecessors come from one query for the whole run; the read asks nothing.
     assert asked == []
+
+
+@dg.asset(group_name="sales", name="orders")
+def fewer_orders() -> pd.DataFrame:
+    return ORDERS.iloc[:2].copy()
+
+
+def test_a_read_of_an_upstream_this_process_wrote_in_an_earlier_run_asks_the_event_log_nothing(
+    tmp_path, monkeypatch
+):
+    with dg.instance_for_test() as instance:
+        run([orders, order_totals], tmp_path, instance=instance, selection=[orders])
+        asked = noted_lookups(instance, monkeypatch)
+        result = run([orders, order_totals], tmp_path, instance=instance, selection=[order_totals])
+
+    [read] = record_of(tmp_path, "dagster/sales/order_totals", result.run_id).inputs
+    assert (read.row_count, read.hash_basis, read.source_note[:8]) == (
+        4,
+        "stored-bytes",
+        "verified",
+    )
+    assert "orders" not in asked
+
+
+def test_a_materialisation_made_elsewhere_after_this_processs_write_is_read_from_the_event_log(
+    tmp_path, monkeypatch
+):
+    from ubunye_dagster.receipts import materialisations
+
+    with dg.instance_for_test() as instance:
+        run([orders, order_totals], tmp_path, instance=instance, selection=[orders])
+        elsewhere = run(
+            [fewer_orders, order_totals], tmp_path, instance=instance, selection=[fewer_orders]
+        )
+        materialisations._WRITTEN.forget(elsewhere.run_id)  # as if another process had written it
+        asked = noted_lookups(instance, monkeypatch)
+        result = run([orders, order_totals], tmp_path, instance=instance, selection=[order_totals])
+
+    # Dagster's latest is that run's, not the one this process remembers: the event log is asked.
+    assert result.success
+    [read] = record_of(tmp_path, "dagster/sales/order_totals", result.run_id).inputs
+    assert (read.row_count, read.hash_basis, read.source_note[:8]) == (
+        2,
+        "stored-bytes",
+        "verified",
+    )
+    assert "orders" in asked
 
 
 def test_each_record_starts_when_dagster_started_its_step(tmp_path):
@@ -191,6 +244,33 @@ def test_each_record_starts_when_dagster_started_its_step(tmp_path):
                 result.run_id, of_type=dg.DagsterEventType.STEP_START
             ).records
         }
+    for step, task in (("orders", "sales/orders"), ("order_totals", "sales/order_totals")):
+        record = record_of(tmp_path, f"dagster/{task}", result.run_id)
+        assert abs(required_instant(record.started_at).timestamp() - starts[step]) < 1e-3
+
+
+def test_no_step_asks_the_event_log_when_it_started_the_io_manager_heard_it(tmp_path, monkeypatch):
+    from ubunye_core.records.times import required_instant
+
+    with dg.instance_for_test() as instance:
+        asked: list = []
+        read_run = instance.get_records_for_run
+
+        def read_and_note(run_id, *args, **kwargs):
+            asked.append(kwargs.get("of_type"))
+            return read_run(run_id, *args, **kwargs)
+
+        monkeypatch.setattr(instance, "get_records_for_run", read_and_note)
+        result = run([orders, order_totals], tmp_path, instance=instance)
+        monkeypatch.undo()
+        starts = {
+            record.event_log_entry.step_key: record.event_log_entry.timestamp
+            for record in instance.get_records_for_run(
+                result.run_id, of_type=dg.DagsterEventType.STEP_START
+            ).records
+        }
+    # The run's resources were set up in this process before its steps started.
+    assert dg.DagsterEventType.STEP_START not in asked
     for step, task in (("orders", "sales/orders"), ("order_totals", "sales/order_totals")):
         record = record_of(tmp_path, f"dagster/{task}", result.run_id)
         assert abs(required_instant(record.started_at).timestamp() - starts[step]) < 1e-3

@@ -112,3 +112,25 @@ def test_a_folder_digest_is_the_same_for_the_same_files_on_another_file_system(t
     assert folder_digest(memory, "/bucket/table") == folder_digest(
         LOCAL, folder(tmp_path / "table", PARTS)
     )
+
+
+def test_a_small_local_file_is_digested_on_the_calling_thread_even_when_every_core_may_be_used(
+    tmp_path, monkeypatch
+):
+    from ubunye_core.materialisations import byte_digest
+
+    asked: list[bool] = []
+    make = byte_digest.new_hasher
+
+    def note(algorithm="blake3", *, every_core=False):
+        asked.append(every_core)
+        return make(algorithm, every_core=every_core)
+
+    small, large = tmp_path / "small.parquet", tmp_path / "large.parquet"
+    small.write_bytes(b"PAR1" * 1_000)
+    large.write_bytes(b"PAR1" * (byte_digest.EVERY_CORE_ABOVE_BYTES // 4 + 1))
+    expected = [bytes_digest(path.read_bytes()) for path in (small, large)]
+    monkeypatch.setattr(byte_digest, "new_hasher", note)
+    found = [local_file_digest(str(path), every_core=True) for path in (small, large)]
+    assert found == expected
+    assert asked == [False, True]

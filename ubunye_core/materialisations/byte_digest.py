@@ -16,6 +16,7 @@ machine); a ``sha256:`` digest is checked as well.
 from __future__ import annotations
 
 import hashlib
+import os
 import posixpath
 from typing import Any
 
@@ -24,6 +25,9 @@ DEFAULT_ALGORITHM = "blake3"
 ALGORITHMS = ("blake3", "sha256")
 #: Bytes read from a file at a time when a folder is hashed.
 _CHUNK = 8 << 20
+#: A local file up to this size is digested on the calling thread even when every core may be
+#: used: waking the other cores costs more than they save on it.
+EVERY_CORE_ABOVE_BYTES = 1 << 20
 
 
 def new_hasher(algorithm: str = DEFAULT_ALGORITHM, *, every_core: bool = False) -> Any:
@@ -91,7 +95,9 @@ def local_file_digest(
     path: str, algorithm: str = DEFAULT_ALGORITHM, *, every_core: bool = False
 ) -> str:
     """The digest of one local file, read without fsspec (BLAKE3 maps it, every thread reading
-    its own part; ``every_core``: see :func:`new_hasher`)."""
+    its own part; ``every_core``: see :func:`new_hasher`, for a file above
+    ``EVERY_CORE_ABOVE_BYTES``)."""
+    every_core = every_core and os.path.getsize(path) > EVERY_CORE_ABOVE_BYTES
     hasher = new_hasher(algorithm, every_core=every_core)
     if algorithm == "blake3":
         hasher.update_mmap(path)

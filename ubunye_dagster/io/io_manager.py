@@ -98,6 +98,10 @@ class UbunyeIOManager(dg.ConfigurableIOManager):
         verifying each as configured; several partitions load as ``{partition key: frame}``."""
         return self.pipeline().load_input(context)
 
+    def setup_for_execution(self, context: dg.InitResourceContext) -> None:
+        """Hear the run's step starts from now on (see ``ReceiptPipeline.setup``)."""
+        self.pipeline().setup(context)
+
     def teardown_after_execution(self, context: dg.InitResourceContext) -> None:
         """Close the records of this run's steps still open in this process (see
         ``ReceiptPipeline.teardown``)."""

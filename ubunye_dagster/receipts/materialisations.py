@@ -13,7 +13,7 @@ import dagster as dg
 
 from ubunye_core.locations import StoreAccess
 from ubunye_dagster import dagster_internals as internals
-from ubunye_dagster.receipts.metadata import RecordedOutput, plain
+from ubunye_dagster.receipts.metadata import DATA_HASH, RecordedOutput, plain
 from ubunye_dagster.receipts.per_run import PerRun
 
 
@@ -117,16 +117,38 @@ def latest_materialisation(
     run_id: str | None = None,
 ) -> Materialised | None:
     """The asset's (partition's) latest materialisation, as an input reads it: the one a step of
-    run ``run_id`` made in this process, else Dagster's, if it can be asked."""
+    run ``run_id`` made in this process; else, for an unpartitioned asset, the one this process
+    made in the run Dagster holds as its latest (same run, same data version); else Dagster's, if
+    it can be asked."""
     if asset_key is None:
         return None
     written = written_in_run(run_id, asset_key, partition_key) if run_id else None
     if written is not None:
         return written
+    held = written_earlier(context, asset_key) if partition_key is None else None
+    if held is not None:
+        return held
     try:
         return materialised_of(newest_materialisation(context.instance, asset_key, partition_key))
     except Exception:  # an instance that cannot be asked (a context built in a test)
         return None
+
+
+def written_earlier(context: dg.InputContext, asset_key: dg.AssetKey) -> Materialised | None:
+    """The materialisation this process made of the unpartitioned ``asset_key`` when it is the
+    one Dagster read as the asset's latest as the step started (the same run and data version);
+    None otherwise, and the event log is asked."""
+    try:
+        step_context = context.step_context
+    except Exception:  # a context built in a test
+        return None
+    held = internals.held_input_materialisation(step_context, asset_key)
+    if held is None:
+        return None
+    written = written_in_run(held.run_id, asset_key, None)
+    if written is None or written.metadata.get(DATA_HASH) != held.data_version:
+        return None
+    return written
 
 
 def receipt_of(

@@ -1,9 +1,9 @@
 """When Dagster started a step: its ``STEP_START`` event, heard as the process stores it, else
 read a run at a time.
 
-The first read of a run in this process asks the event log for the run's step starts and
-listens from then on to the events the process stores for that run, so a later step of the run
-that starts in this process is known without a query. A step not heard of (its start stored by
+The IO manager listens to the events the process stores for a run from the moment the run's
+resources are set up (else the first read of a run starts listening), so a step of the run that
+starts in this process after that is known without a query. A step not heard of (its start stored by
 another process) is asked for: only the step starts logged since the previous read of the run.
 """
 
@@ -40,6 +40,17 @@ class _RunStarts:
 
 
 _STARTS: PerRun[_RunStarts] = PerRun()
+
+
+def listen_to_step_starts(instance: dg.DagsterInstance | None, dagster_run_id: str) -> None:
+    """Hear each step start of the run this process stores from now on (called as the run's
+    resources are set up, before its steps start, so none of them asks the event log)."""
+    if instance is None:
+        return
+    with _STARTS.lock:
+        seen = _STARTS.setdefault(dagster_run_id, _RunStarts)
+        if not seen.listening:
+            seen.listening = internals.listen_to_run_events(instance, dagster_run_id, seen.hear)
 
 
 def step_started_at(

@@ -22,6 +22,7 @@ from ubunye_dagster.io.storage.base import Storage
 from ubunye_dagster.receipts.early_failures import record_early_failures
 from ubunye_dagster.receipts.records import PipelineSettings
 from ubunye_dagster.receipts.session import close_run, open_session, save_running_records
+from ubunye_dagster.receipts.step_starts import listen_to_step_starts
 
 __all__ = ["NoOutputError", "ReceiptPipeline", "UnverifiedReadError", "WriteObservers"]
 
@@ -56,6 +57,12 @@ class ReceiptPipeline:
         finally:
             # Even when this load failed, the step's record shows what it had loaded.
             save_running_records(session, self.resource)
+
+    def setup(self, context: dg.InitResourceContext) -> None:
+        """Listen to the run's step starts as the process stores them, so a step asks the event
+        log for its start only when another process stored it."""
+        if context.run is not None:
+            listen_to_step_starts(context.instance, context.run.run_id)
 
     def teardown(self, context: dg.InitResourceContext) -> None:
         """Close the records of this run's steps still open in this process: a step that failed
