@@ -174,21 +174,28 @@ def spark_resources() -> dict:
 #: from, so a step process does not import them anew.
 PRELOAD = ["dagster", "numpy", "pandas", "polars", "pyarrow", "ubunye_dagster"]
 
+#: The executor of the jobs whose one step runs in the run's process.
+IN_RUN = dg.in_process_executor
+
 SHOP_ASSETS = [
     raw_orders, cleaned_orders, order_totals, region_counts, catalogue, planted, pipes_scores,
 ]  # fmt: skip
 
 
 def plain_definitions() -> dg.Definitions:
-    """The location before receipts: assets, jobs, resources, the multiprocess executor."""
+    """The location before receipts: assets, jobs, resources, the multiprocess executor (the
+    big read's and the Spark asset's jobs: in the run's process)."""
     return dg.Definitions(
         assets=[*SHOP_ASSETS, daily_sales, big_orders, big_total, spark_orders],
         jobs=[
             dg.define_asset_job("shop", selection=dg.AssetSelection.assets(*SHOP_ASSETS)),
+            # `big_read` and `spark` run their one step in the run's process (a forkserver would
+            # import the step's modules a second time for it); `big` keeps a step process, which
+            # the test kills mid-write.
             dg.define_asset_job("daily", selection=[daily_sales]),
             dg.define_asset_job("big", selection=[big_orders]),
-            dg.define_asset_job("big_read", selection=[big_total]),
-            dg.define_asset_job("spark", selection=[spark_orders]),
+            dg.define_asset_job("big_read", selection=[big_total], executor_def=IN_RUN),
+            dg.define_asset_job("spark", selection=[spark_orders], executor_def=IN_RUN),
         ],
         resources={
             "ubunye": settings().resource(),

@@ -1,8 +1,10 @@
 """In the shape teams deploy it, started by the test on 127.0.0.1: Dagster on PostgreSQL with the
 run queue (at most 3 runs at once), ``dagster-daemon run`` and ``dagster-webserver`` as their own
-processes, the steps in processes of their own (the multiprocess executor), data and records on
-S3 (moto's server), runs launched through the webserver's GraphQL, and one Spark asset on a
-Spark standalone cluster (the module's ``spark_cluster``: a master and two workers).
+processes, the steps of a run of several assets in processes of their own (the multiprocess
+executor; the big read's and the Spark asset's jobs run their one step in the run's process),
+data and records on S3 (moto's server), runs launched through the webserver's GraphQL, and one
+Spark asset on a Spark standalone cluster (the module's ``spark_cluster``: a master and two
+workers).
 
 The code location is ``tests/locations/deployed_shop.py``, loaded by the interpreter of a venv of
 its own holding the built wheels (tests/wheel_builds.py: ubunye-rows and ubunye-dagster with the
