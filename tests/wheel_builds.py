@@ -11,7 +11,6 @@ sources, share it.
 from __future__ import annotations
 
 import functools
-import hashlib
 import importlib.metadata
 import os
 import platform
@@ -23,7 +22,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from external_python import built_once, cache_root
+from external_python import built_once, cache_root, sources_digest
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -148,17 +147,10 @@ def _sources_digest(distribution: Distribution) -> str:
     """A digest of every file git tracks or would track (not ignored) in ``distribution``'s
     sources: an edit, committed or not, builds it anew. The rows distribution is ``rows/``; the
     other is everything else at the top and in its packages (``rows/`` holds none of it)."""
-    listed = run(
-        ["git", "ls-files", "--cached", "--others", "--exclude-standard", "-z"], cwd=ROOT
-    ).stdout.split("\0")
     prefix = distribution.source.relative_to(ROOT).as_posix() + "/"
     owned = ("rows/",) if prefix == "rows/" else tuple(f"{p}/" for p in distribution.packages)
-    digest = hashlib.sha256(sys.version.encode())
-    for name in sorted(filter(None, listed)):
-        path = ROOT / name
-        if path.is_file() and (name.startswith(owned) or (prefix == "./" and "/" not in name)):
-            digest.update(name.encode() + b"\0" + path.read_bytes() + b"\0")
-    return digest.hexdigest()[:16]
+    top = prefix == "./"
+    return sources_digest((), lambda name: name.startswith(owned) or (top and "/" not in name))
 
 
 #: How each distribution is built into a folder: the sdist and the wheel.
