@@ -233,25 +233,30 @@ def test_a_materialisation_made_elsewhere_after_this_processs_write_is_read_from
     assert "orders" in asked
 
 
-def test_each_record_starts_when_dagster_started_its_step(tmp_path):
+def assert_each_record_starts_at_its_step_start(
+    instance: dg.DagsterInstance, run_id: str, root: Path
+) -> None:
+    """Each asset's record of the run starts when the event log says its step started."""
     from ubunye_core.records.times import required_instant
 
-    with dg.instance_for_test() as instance:
-        result = run([orders, order_totals], tmp_path, instance=instance)
-        starts = {
-            record.event_log_entry.step_key: record.event_log_entry.timestamp
-            for record in instance.get_records_for_run(
-                result.run_id, of_type=dg.DagsterEventType.STEP_START
-            ).records
-        }
+    starts = {
+        record.event_log_entry.step_key: record.event_log_entry.timestamp
+        for record in instance.get_records_for_run(
+            run_id, of_type=dg.DagsterEventType.STEP_START
+        ).records
+    }
     for step, task in (("orders", "sales/orders"), ("order_totals", "sales/order_totals")):
-        record = record_of(tmp_path, f"dagster/{task}", result.run_id)
+        record = record_of(root, f"dagster/{task}", run_id)
         assert abs(required_instant(record.started_at).timestamp() - starts[step]) < 1e-3
 
 
-def test_no_step_asks_the_event_log_when_it_started_the_io_manager_heard_it(tmp_path, monkeypatch):
-    from ubunye_core.records.times import required_instant
+def test_each_record_starts_when_dagster_started_its_step(tmp_path):
+    with dg.instance_for_test() as instance:
+        result = run([orders, order_totals], tmp_path, instance=instance)
+        assert_each_record_starts_at_its_step_start(instance, result.run_id, tmp_path)
 
+
+def test_no_step_asks_the_event_log_when_it_started_the_io_manager_heard_it(tmp_path, monkeypatch):
     with dg.instance_for_test() as instance:
         asked: list = []
         read_run = instance.get_records_for_run
@@ -263,17 +268,9 @@ def test_no_step_asks_the_event_log_when_it_started_the_io_manager_heard_it(tmp_
         monkeypatch.setattr(instance, "get_records_for_run", read_and_note)
         result = run([orders, order_totals], tmp_path, instance=instance)
         monkeypatch.undo()
-        starts = {
-            record.event_log_entry.step_key: record.event_log_entry.timestamp
-            for record in instance.get_records_for_run(
-                result.run_id, of_type=dg.DagsterEventType.STEP_START
-            ).records
-        }
+        assert_each_record_starts_at_its_step_start(instance, result.run_id, tmp_path)
     # The run's resources were set up in this process before its steps started.
     assert dg.DagsterEventType.STEP_START not in asked
-    for step, task in (("orders", "sales/orders"), ("order_totals", "sales/order_totals")):
-        record = record_of(tmp_path, f"dagster/{task}", result.run_id)
-        assert abs(required_instant(record.started_at).timestamp() - starts[step]) < 1e-3
 
 
 def test_every_materialisation_shows_the_receipt_as_metadata(tmp_path):

@@ -45,12 +45,17 @@ _STARTS: PerRun[_RunStarts] = PerRun()
 def listen_to_step_starts(instance: dg.DagsterInstance | None, dagster_run_id: str) -> None:
     """Hear each step start of the run this process stores from now on (called as the run's
     resources are set up, before its steps start, so none of them asks the event log)."""
-    if instance is None:
-        return
+    if instance is not None:
+        _listening(instance, dagster_run_id)
+
+
+def _listening(instance: dg.DagsterInstance, dagster_run_id: str) -> _RunStarts:
+    """What is known of the run's step starts, listening to the run's events from now on."""
     with _STARTS.lock:
         seen = _STARTS.setdefault(dagster_run_id, _RunStarts)
         if not seen.listening:
             seen.listening = internals.listen_to_run_events(instance, dagster_run_id, seen.hear)
+        return seen
 
 
 def step_started_at(
@@ -60,11 +65,9 @@ def step_started_at(
     if instance is None:
         return None
     with _STARTS.lock:
-        seen = _STARTS.setdefault(dagster_run_id, _RunStarts)
+        seen = _listening(instance, dagster_run_id)
         if step_key in seen.heard:
             return seen.heard[step_key]
-        if not seen.listening:
-            seen.listening = internals.listen_to_run_events(instance, dagster_run_id, seen.hear)
         try:
             found = instance.get_records_for_run(
                 dagster_run_id, cursor=seen.cursor, of_type=dg.DagsterEventType.STEP_START
