@@ -6,9 +6,9 @@ assets, each build with its receipts: one line in the ``@dbt_assets`` body."""
 import json
 import os
 import shutil
-import subprocess
 import sys
 import tempfile
+import threading
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -29,6 +29,8 @@ _BUILT_PATTERNS = ("target", "logs", "*.duckdb", "*.duckdb.wal", ".user.yml")
 _BUILT = shutil.ignore_patterns(*_BUILT_PATTERNS)
 #: dbt's saved parse, which a later command reads to parse only the files that changed.
 PARTIAL_PARSE = "partial_parse.msgpack"
+#: dbt keeps an invocation's settings in globals: two parses of one process must not overlap.
+_ONE_PARSE_AT_A_TIME = threading.Lock()
 
 
 def dbt_working_copy(home: Path) -> Path:
@@ -83,15 +85,26 @@ def parsed_manifest(project_dir: Path) -> dict[str, Any]:
 
 def parse_project(project_dir: Path, target: Path) -> None:
     """``dbt parse`` of the project into ``target`` (its manifest, its partial parse, its log);
-    raises with dbt's output when dbt fails. dbt is run directly: through ``DbtCliResource``
-    each parse would first run ``dbt --version``, two seconds of CPU."""
-    command = [dbt_executable(), "--quiet", "--no-send-anonymous-usage-stats", "parse"]
-    command += ["--project-dir", str(project_dir), "--profiles-dir", str(project_dir)]
-    command += ["--target-path", str(target), "--log-path", str(target)]
-    parsed = subprocess.run(command, cwd=project_dir, capture_output=True, text=True, check=False)
-    if parsed.returncode != 0:
-        output = (parsed.stdout + parsed.stderr).strip()[-3000:]
-        raise RuntimeError(f"dbt parse of {project_dir} failed ({parsed.returncode}):\n{output}")
+    raises with dbt's errors when dbt fails. Run in this process through dbt's ``dbtRunner``, one
+    parse at a time: the process has imported most of dbt with dagster-dbt already, where a
+    ``dbt`` subprocess imports all of it again (a parse's CPU is mostly that import)."""
+    from dbt.cli.main import dbtRunner
+
+    args = ["--quiet", "--no-send-anonymous-usage-stats", "parse"]
+    args += ["--project-dir", str(project_dir), "--profiles-dir", str(project_dir)]
+    args += ["--target-path", str(target), "--log-path", str(target)]
+    errors: list[str] = []
+
+    def keep_errors(event: Any) -> None:
+        if event.info.level == "error":
+            errors.append(event.info.msg)
+
+    with _ONE_PARSE_AT_A_TIME:
+        result = dbtRunner(callbacks=[keep_errors]).invoke(args)
+    if not result.success:
+        found = [*errors, *([repr(result.exception)] if result.exception else [])]
+        output = "\n".join(found).strip()[-3000:]
+        raise RuntimeError(f"dbt parse of {project_dir} failed:\n{output}")
 
 
 class ShopTranslator(DagsterDbtTranslator):
