@@ -23,7 +23,9 @@ from packaging.version import Version
 
 dagster_dbt = pytest.importorskip("dagster_dbt", reason="the dbt extra is not installed")
 
-from example_project.dbt_models import dbt_executable, parsed_manifest  # noqa: E402
+from dbt_forks import dbt_launcher  # noqa: E402
+
+from example_project.dbt_models import parsed_manifest  # noqa: E402
 from ubunye_core.records.drift import INPUTS_CHANGED, SAME_INPUTS  # noqa: E402
 from ubunye_core.records.model import RunRecord  # noqa: E402
 from ubunye_core.store import LineageStore  # noqa: E402
@@ -51,7 +53,8 @@ MODELS = ("raw_customers", "raw_orders", "stg_orders", "customer_revenue")
 
 class InstalledDbtCli(dagster_dbt.DbtCliResource):
     """dagster-dbt's resource on the dbt-core this venv installed: its version is read from the
-    package, where dagster-dbt (0.27+) runs ``dbt --version`` for each run, 2.8 s of CPU."""
+    package, where dagster-dbt (0.27+) runs ``dbt --version`` for each run, 2.8 s of CPU. The
+    shop runs it with ``dbt_launcher()`` (tests/dbt_forks.py): dbt forked, its imports done once."""
 
     @functools.cached_property
     def _cli_version(self) -> Version:
@@ -82,7 +85,7 @@ class DbtShop:
         return InstalledDbtCli(
             project_dir=str(self.project_dir),
             profiles_dir=str(self.project_dir),
-            dbt_executable=dbt_executable(),
+            dbt_executable=dbt_launcher(),
         )
 
     def assets(self) -> dg.AssetsDefinition:
