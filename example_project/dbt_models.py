@@ -6,9 +6,9 @@ assets, each build with its receipts: one line in the ``@dbt_assets`` body."""
 import json
 import os
 import shutil
+import subprocess
 import sys
 import tempfile
-import threading
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -29,8 +29,6 @@ _BUILT_PATTERNS = ("target", "logs", "*.duckdb", "*.duckdb.wal", ".user.yml")
 _BUILT = shutil.ignore_patterns(*_BUILT_PATTERNS)
 #: dbt's saved parse, which a later command reads to parse only the files that changed.
 PARTIAL_PARSE = "partial_parse.msgpack"
-#: dbt keeps an invocation's settings in globals: two parses of one process must not overlap.
-_ONE_PARSE_AT_A_TIME = threading.Lock()
 
 
 def dbt_working_copy(home: Path) -> Path:
@@ -62,9 +60,10 @@ def dbt_resource(project_dir: Path) -> DbtCliResource:
     )
 
 
-def parsed_manifest(project_dir: Path) -> dict[str, Any]:
-    """The project's manifest, parsed again when a project file is newer than it. Read here,
-    not handed over as a path: dagster-dbt keeps the first manifest it read from a path."""
+def parsed_manifest(project_dir: Path, dbt: str | None = None) -> dict[str, Any]:
+    """The project's manifest, parsed again (by the ``dbt`` executable given, else
+    :func:`dbt_executable`) when a project file is newer than it. Read here, not handed over as
+    a path: dagster-dbt keeps the first manifest it read from a path."""
     manifest = project_dir / "target" / "manifest.json"
     relative = (p.relative_to(project_dir) for p in project_dir.rglob("*") if p.is_file())
     # What a build writes (the warehouse file among it) is no source: a parse per build is 5 s.
@@ -75,7 +74,7 @@ def parsed_manifest(project_dir: Path) -> dict[str, Any]:
         # workers, a code server) each read a whole manifest, never one another's half-written.
         manifest.parent.mkdir(exist_ok=True)
         with tempfile.TemporaryDirectory(dir=manifest.parent, prefix="parse-") as target:
-            parse_project(project_dir, Path(target))
+            parse_project(project_dir, Path(target), dbt or dbt_executable())
             # dagster-dbt hands target/'s partial parse to each build, which then parses
             # only what changed since (a full parse is a second of each build).
             os.replace(Path(target) / PARTIAL_PARSE, manifest.parent / PARTIAL_PARSE)
@@ -83,28 +82,19 @@ def parsed_manifest(project_dir: Path) -> dict[str, Any]:
     return json.loads(manifest.read_text(encoding="utf-8"))
 
 
-def parse_project(project_dir: Path, target: Path) -> None:
-    """``dbt parse`` of the project into ``target`` (its manifest, its partial parse, its log);
-    raises with dbt's errors when dbt fails. Run in this process through dbt's ``dbtRunner``, one
-    parse at a time: the process has imported most of dbt with dagster-dbt already, where a
-    ``dbt`` subprocess imports all of it again (a parse's CPU is mostly that import)."""
-    from dbt.cli.main import dbtRunner
-
-    args = ["--quiet", "--no-send-anonymous-usage-stats", "parse"]
-    args += ["--project-dir", str(project_dir), "--profiles-dir", str(project_dir)]
-    args += ["--target-path", str(target), "--log-path", str(target)]
-    errors: list[str] = []
-
-    def keep_errors(event: Any) -> None:
-        if event.info.level == "error":
-            errors.append(event.info.msg)
-
-    with _ONE_PARSE_AT_A_TIME:
-        result = dbtRunner(callbacks=[keep_errors]).invoke(args)
-    if not result.success:
-        found = [*errors, *([repr(result.exception)] if result.exception else [])]
-        output = "\n".join(found).strip()[-3000:]
-        raise RuntimeError(f"dbt parse of {project_dir} failed:\n{output}")
+def parse_project(project_dir: Path, target: Path, dbt: str) -> None:
+    """``dbt parse`` of the project into ``target`` (its manifest, its partial parse, its log) by
+    the executable ``dbt``; raises with dbt's output when dbt fails. A process of its own: dbt
+    imports every importable module named ``dbt_*`` of its path, which a code server's path may
+    hold. Run directly: through ``DbtCliResource`` each parse would first run ``dbt --version``,
+    two seconds of CPU."""
+    command = [dbt, "--quiet", "--no-send-anonymous-usage-stats", "parse"]
+    command += ["--project-dir", str(project_dir), "--profiles-dir", str(project_dir)]
+    command += ["--target-path", str(target), "--log-path", str(target)]
+    parsed = subprocess.run(command, cwd=project_dir, capture_output=True, text=True, check=False)
+    if parsed.returncode != 0:
+        output = (parsed.stdout + parsed.stderr).strip()[-3000:]
+        raise RuntimeError(f"dbt parse of {project_dir} failed ({parsed.returncode}):\n{output}")
 
 
 class ShopTranslator(DagsterDbtTranslator):

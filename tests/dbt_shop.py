@@ -92,7 +92,7 @@ class DbtShop:
         """``@dbt_assets`` of the project as it is now (parsed again when a file of it changed
         since the last parse; the example's rule), with receipts."""
         # The manifest itself, not its path: dagster-dbt keeps the first manifest read from one.
-        manifest = parsed_manifest(self.project_dir)
+        manifest = parsed_manifest(self.project_dir, dbt_launcher())
 
         @dagster_dbt.dbt_assets(manifest=manifest)
         def shop(
