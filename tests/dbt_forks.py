@@ -51,14 +51,14 @@ def dbt_launcher() -> str:
     (started on the first call, stopped when this process exits)."""
     folder = Path(tempfile.mkdtemp(prefix="dbt-forks-"))
     address = str(folder / "socket")
-    log = (folder / "server.log").open("wb")
-    server = subprocess.Popen(
-        [sys.executable, __file__, "serve", address, str(os.getpid())],
-        stdin=subprocess.DEVNULL,
-        stdout=log,
-        stderr=subprocess.STDOUT,
-        start_new_session=True,
-    )
+    with (folder / "server.log").open("wb") as log:
+        server = subprocess.Popen(
+            [sys.executable, __file__, "serve", address, str(os.getpid())],
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
     atexit.register(_stop, server)
     _wait_until_listening(server, address, folder / "server.log")
     launcher = folder / "dbt"
@@ -136,7 +136,11 @@ def serve(address: str, owner: int) -> None:
             sys.stderr.flush()
             if os.fork() == 0:
                 listener.close()
-                _handle(connection)
+                try:
+                    _handle(connection)
+                finally:
+                    # A handler never returns into the server's loop, whatever it met.
+                    os._exit(1)
             connection.close()
 
 
@@ -153,6 +157,8 @@ def _handle(connection: socket.socket) -> NoReturn:
     signal.signal(signal.SIGCHLD, signal.SIG_DFL)
     connection.setblocking(True)
     header, streams, _, _ = socket.recv_fds(connection, HEADER.size, 3)
+    if not header:
+        os._exit(0)  # a connection closed unasked: the starter's probe that the server listens
     header += _received(connection, HEADER.size - len(header))
     request = json.loads(_received(connection, HEADER.unpack(header)[0]))
     dbt_pid = os.fork()
