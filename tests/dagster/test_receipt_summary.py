@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from pathlib import Path
 
 import dagster as dg
@@ -201,6 +202,34 @@ def test_a_run_of_several_assets_finds_their_previous_materialisations_in_one_qu
         assert one_line(text, "**Same rows**") == (
             f"**Same rows** as the previous materialisation (run\u00a0`{first.run_id[:8]}`)."
         )
+
+
+def test_a_steps_previous_materialisation_is_asked_ahead_on_a_helper_thread_as_its_read_starts(
+    tmp_path, monkeypatch
+):
+    ROWS["n"] = 3
+    with dg.instance_for_test() as instance:
+        materialise(tmp_path, instance)
+        first = materialise(tmp_path, instance, selection="doubled")
+        asked: list[tuple[str, str]] = []
+        fetch = instance.fetch_materializations
+
+        def noted(records_filter, *args, **kwargs):
+            thread = threading.current_thread().name
+            asked.append((records_filter.asset_key.to_user_string(), thread))
+            return fetch(records_filter, *args, **kwargs)
+
+        monkeypatch.setattr(instance, "fetch_materializations", noted)
+        second = materialise(tmp_path, instance, selection="doubled")
+
+    # One query, made beside the step while it reads `raw`; the judgement is the same.
+    assert [(key, thread.startswith("ubunye-beside")) for key, thread in asked] == [
+        ("doubled", True)
+    ]
+    text, _ = summary_of(second, "doubled")
+    assert one_line(text, "**Same rows**") == (
+        f"**Same rows** as the previous materialisation (run\u00a0`{first.run_id[:8]}`)."
+    )
 
 
 # The summary as the UI lays it out: CommonMark paragraphs (a backslash at a line's end breaks

@@ -9,63 +9,19 @@ them all, and the process settles them when it exits.
 
 from __future__ import annotations
 
-import atexit
-import os
-import queue
-import threading
 from collections.abc import Callable
 
+from ubunye_core.background import LaterCalls
 
-class IndexUpdates:
-    """Calls run in order on one daemon thread, started when the first is queued."""
-
-    def __init__(self) -> None:
-        self._queue: queue.Queue[Callable[[], None]] = queue.Queue()
-        self._thread: threading.Thread | None = None
-        self._lock = threading.Lock()
-
-    def queue(self, update: Callable[[], None]) -> None:
-        """Run ``update`` after those queued before it; it handles its own failures."""
-        with self._lock:
-            if self._thread is None or not self._thread.is_alive():
-                self._thread = threading.Thread(
-                    target=self._run, name="ubunye-index-updates", daemon=True
-                )
-                self._thread.start()
-            self._queue.put(update)
-
-    def settle(self) -> None:
-        """Return once every update queued so far has run."""
-        self._queue.join()
-
-    def _run(self) -> None:
-        while True:
-            update = self._queue.get()
-            try:
-                update()
-            finally:
-                self._queue.task_done()
-
-
-_UPDATES = IndexUpdates()
+_UPDATES = LaterCalls("ubunye-index-updates")
 
 
 def queue_index_update(update: Callable[[], None]) -> None:
-    """Run ``update`` on this process's index thread, after those queued before it."""
+    """Run ``update`` on this process's index thread, after those queued before it; it handles
+    its own failures."""
     _UPDATES.queue(update)
 
 
 def settle_index_updates() -> None:
     """Return once every index update queued in this process has run."""
     _UPDATES.settle()
-
-
-def _forget_in_child() -> None:
-    # A forked child has none of its parent's threads; queued updates are the parent's to run.
-    global _UPDATES
-    _UPDATES = IndexUpdates()
-
-
-atexit.register(settle_index_updates)
-if hasattr(os, "register_at_fork"):
-    os.register_at_fork(after_in_child=_forget_in_child)

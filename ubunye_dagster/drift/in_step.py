@@ -10,11 +10,22 @@ from ubunye_dagster import dagster_internals as internals
 from ubunye_dagster.drift.check_spec import configured_settings
 from ubunye_dagster.drift.reproducibility import judge_in_step, report_reproducibility
 from ubunye_dagster.drift.summary import summary_metadata
+from ubunye_dagster.receipts.materialisations import ask_previous_ahead
 from ubunye_dagster.receipts.saved import Judged, SavedReceipt
 
 
 class InStepJudge:
     """Judges an asset output's saved receipt against the asset's previous materialisation."""
+
+    def prepare(self, step_context: internals.StepExecutionContext) -> None:
+        """Start asking for the previous materialisation of each asset the step writes (one
+        partition each), so it is at hand when the step's outputs are judged."""
+        for output_name, key in internals.step_asset_outputs(step_context):
+            try:
+                partition = internals.output_partition(step_context, output_name)
+            except ValueError:
+                continue  # several partitions: refused when the output is written
+            ask_previous_ahead(step_context, key, partition)
 
     def judge(self, context: dg.OutputContext, saved: SavedReceipt, access: StoreAccess) -> Judged:
         """The summary entry, and the ``ubunye_reproducible`` verdict to report when the run

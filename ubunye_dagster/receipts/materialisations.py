@@ -6,12 +6,14 @@ materialisations this process's steps made, which a later step of the same run r
 from __future__ import annotations
 
 from collections.abc import Mapping
+from concurrent.futures import Future
 from dataclasses import dataclass
 from typing import Any
 
 import dagster as dg
 
 from ubunye_core.locations import StoreAccess
+from ubunye_core.materialisations.beside import run_beside
 from ubunye_dagster import dagster_internals as internals
 from ubunye_dagster.receipts.metadata import DATA_HASH, RecordedOutput, plain
 from ubunye_dagster.receipts.per_run import PerRun
@@ -178,13 +180,45 @@ def stored_at(latest: Materialised | None) -> str | None:
 _NEWEST_BEFORE_RUN: PerRun[dict[str, dg.EventLogRecord | None]] = PerRun()
 
 
+#: The previous materialisations asked for ahead on a helper thread, by run: each future by
+#: asset and partition, taken by the output's judgement.
+_ASKED_AHEAD: PerRun[dict[tuple[str, str | None], Future[dg.EventLogRecord | None]]] = PerRun()
+
+
+def ask_previous_ahead(
+    step_context: internals.StepExecutionContext, key: dg.AssetKey, partition: str | None
+) -> None:
+    """Start asking, on a helper thread, what ``previous_materialisation`` will answer for ``key``
+    (and partition), so the answer is at hand when the step judges its output; nothing when the
+    run's memory holds it or it is asked already."""
+    run_id, _ = internals.run_and_step_of(step_context)
+    name = (key.to_user_string(), _partition_text(partition))
+    with _ASKED_AHEAD.lock:
+        asked = _ASKED_AHEAD.setdefault(run_id, dict)
+        if name in asked or _held_for_run(run_id, key, partition):
+            return
+        asked[name] = run_beside(_previous_now, step_context, key, partition)
+
+
 def previous_materialisation(
     step_context: internals.StepExecutionContext, key: dg.AssetKey, partition: str | None
 ) -> dg.EventLogRecord | None:
     """The materialisation an output of the step follows: the newest of ``key`` (and partition)
     in the event log. An unpartitioned asset of a run of several is read from what the run's
     first step asked for all of them; a partition, or an asset this process already wrote in the
-    run (a retried step), is asked for alone."""
+    run (a retried step), is asked for alone, unless the step asked for it ahead."""
+    run_id, _ = internals.run_and_step_of(step_context)
+    with _ASKED_AHEAD.lock:
+        asked = _ASKED_AHEAD.get(run_id) or {}
+        pending = asked.pop((key.to_user_string(), _partition_text(partition)), None)
+    if pending is not None and pending.exception() is None:
+        return pending.result()
+    return _previous_now(step_context, key, partition)  # a failed ask raises again here
+
+
+def _previous_now(
+    step_context: internals.StepExecutionContext, key: dg.AssetKey, partition: str | None
+) -> dg.EventLogRecord | None:
     instance = internals.instance_of(step_context)
     run_id, _ = internals.run_and_step_of(step_context)
     if partition is None and written_in_run(run_id, key, None) is None:
@@ -192,6 +226,14 @@ def previous_materialisation(
         if key.to_user_string() in newest:
             return newest[key.to_user_string()]
     return newest_materialisation(instance, key, partition)
+
+
+def _held_for_run(run_id: str, key: dg.AssetKey, partition: str | None) -> bool:
+    """Whether the run's memory answers ``previous_materialisation`` without a query."""
+    if partition is not None or written_in_run(run_id, key, None) is not None:
+        return False
+    newest = _NEWEST_BEFORE_RUN.get(run_id)
+    return newest is not None and key.to_user_string() in newest
 
 
 def _newest_before_run(

@@ -66,6 +66,8 @@ class StepSession:
     #: The subject of each asset (partition) the step records, by asset key and partition key.
     subjects: dict[tuple[dg.AssetKey, str | None], Subject] = field(default_factory=dict)
     lock: threading.RLock = field(default_factory=threading.RLock)
+    #: Whether the write pipeline's judge was told of the step (it asks ahead once a step).
+    judge_told: bool = False
 
     def add_input(self, loaded: LoadedInput, read_seconds: float, reader: str) -> None:
         """Record one loaded input and its read timing."""

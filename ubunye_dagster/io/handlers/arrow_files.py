@@ -19,6 +19,7 @@ import pyarrow.parquet as pq
 
 from ubunye_core.materialisations.beside import run_beside
 from ubunye_core.materialisations.byte_digest import bytes_digest, local_file_digest
+from ubunye_core.materialisations.removals import replace_local
 from ubunye_core.materialisations.staging import remove_dead_staging, staging_name
 from ubunye_core.materialisations.stored import (
     file_system_of,
@@ -99,27 +100,6 @@ def remove_path(path: Any) -> None:
     target = native_path(path)
     if fs.exists(target):
         fs.rm(target, recursive=fs.isdir(target))
-
-
-def replace_local(staged: str, final: str) -> None:
-    """Move ``staged`` to ``final`` on one local file system, replacing what is there.
-
-    A file replaces a file in one atomic rename. A folder cannot be renamed over a folder, so the
-    old one is first moved aside (both renames are atomic), then deleted.
-    """
-    if os.path.isdir(final):
-        aside = os.path.join(os.path.dirname(final), staging_name("old"))
-        os.rename(final, aside)
-        try:
-            os.rename(staged, final)
-        except BaseException:
-            os.rename(aside, final)
-            raise
-        import shutil
-
-        shutil.rmtree(aside, ignore_errors=True)
-    else:
-        os.replace(staged, final)
 
 
 class StagedParquetFile:

@@ -15,6 +15,7 @@ from contextlib import contextmanager, suppress
 from typing import Any
 
 from ubunye_core.materialisations.byte_digest import bytes_digest, folder_digest
+from ubunye_core.materialisations.removals import replace_local
 from ubunye_core.materialisations.stored import (
     DATA_HASH_KEY,
     SCHEMA_HASH_KEY,
@@ -127,7 +128,7 @@ class SparkStagedWrite(StagedWrite):
             sidecar = self.staged / SIDECAR_NAME
             sidecar.write_text(json.dumps(dict(notes), sort_keys=True))
             if is_local(self.path):
-                arrow_files.replace_local(str(self.staged), str(self.path))
+                replace_local(str(self.staged), str(self.path))
             else:
                 # An object store has no atomic folder rename: the old folder goes, then the
                 # new one is moved in. A reader in between finds no data, never mixed data.

@@ -9,11 +9,13 @@ recorded when it was written.
 
 from __future__ import annotations
 
+import contextlib
 from typing import Any
 
 import dagster as dg
 
 from ubunye_core.locations import StoreAccess
+from ubunye_core.materialisations.removals import settle_removals
 from ubunye_core.store.later import settle_index_updates
 from ubunye_dagster.io.pipeline.observers import WriteObservers
 from ubunye_dagster.io.pipeline.reads import InputRead, UnverifiedReadError
@@ -21,7 +23,12 @@ from ubunye_dagster.io.pipeline.writes import NoOutputError, write_output
 from ubunye_dagster.io.storage.base import Storage
 from ubunye_dagster.receipts.early_failures import record_early_failures
 from ubunye_dagster.receipts.records import PipelineSettings
-from ubunye_dagster.receipts.session import close_run, open_session, save_running_records
+from ubunye_dagster.receipts.session import (
+    StepSession,
+    close_run,
+    open_session,
+    save_running_records,
+)
 from ubunye_dagster.receipts.step_starts import listen_to_step_starts
 
 __all__ = ["NoOutputError", "ReceiptPipeline", "UnverifiedReadError", "WriteObservers"]
@@ -46,17 +53,29 @@ class ReceiptPipeline:
 
     def handle_output(self, context: dg.OutputContext, obj: Any) -> None:
         """Write ``obj`` with its receipt (see ``pipeline.writes.write_output``)."""
+        self._prepare_judge(open_session(context.step_context))
         write_output(self.resource, self.storage, context, obj, self.access, self.observers)
 
     def load_input(self, context: dg.InputContext) -> Any:
         """Load the stored frame(s) as the annotated type (else the written type), hashing and
         verifying each as configured; several partitions load as ``{partition key: frame}``."""
         session = open_session(context.step_context)
+        self._prepare_judge(session)
         try:
             return InputRead(self.resource, self.storage, context, session, self.access).load()
         finally:
             # Even when this load failed, the step's record shows what it had loaded.
             save_running_records(session, self.resource)
+
+    def _prepare_judge(self, session: StepSession) -> None:
+        """Tell the judge of the session's step once, before its first read or write."""
+        judge = self.observers.judge
+        with session.lock:
+            if judge is None or session.judge_told:
+                return
+            session.judge_told = True
+        with contextlib.suppress(Exception):  # asking ahead only saves time; judging asks anyway
+            judge.prepare(session.step_context)
 
     def setup(self, context: dg.InitResourceContext) -> None:
         """Listen to the run's step starts as the process stores them, so a step asks the event
@@ -78,4 +97,6 @@ class ReceiptPipeline:
             record_early_failures(
                 context.instance, context.run, self.resource, self.resource.model_dump_json()
             )
-        settle_index_updates()  # the run's records are in the index when the run is over
+        # When the run is over, its records are in the index and the versions it replaced gone.
+        settle_index_updates()
+        settle_removals()

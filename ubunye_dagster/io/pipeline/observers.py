@@ -11,6 +11,7 @@ from typing import Any, Protocol
 import dagster as dg
 
 from ubunye_core.locations import StoreAccess
+from ubunye_dagster.dagster_internals import StepExecutionContext
 from ubunye_dagster.io.handlers.base import RowsView
 from ubunye_dagster.receipts.saved import Judged, SavedReceipt
 
@@ -35,6 +36,11 @@ class RowsGate(Protocol):
 
 class ReceiptJudge(Protocol):
     """Judges an asset output's saved receipt in its step."""
+
+    def prepare(self, step_context: StepExecutionContext) -> None:
+        """Told as the pipeline first meets a step (its first read or write), before any rows
+        are read or written: it may start asking what judging the step's outputs needs."""
+        ...
 
     def judge(
         self, context: dg.OutputContext, saved: SavedReceipt, access: StoreAccess
