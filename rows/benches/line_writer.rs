@@ -5,7 +5,8 @@
 //! lines (prebuilt), alternating, medians, and prints ns per row and their ratio; then the same
 //! for the seven-column flat table of `bench/hash_bench.py`, and the kernel's one pass (write
 //! and hash) against the hash alone: the floor figure. `--only PREFIX` times only the column
-//! types whose name starts with it (for a profiler).
+//! types whose name starts with it, and `--write-only` only writes the flat table's lines (both
+//! for a profiler).
 
 use std::hint::black_box;
 use std::sync::Arc;
@@ -359,6 +360,14 @@ fn main() {
         .iter()
         .position(|a| a == "--only")
         .and_then(|at| args.get(at + 1));
+    if args.iter().any(|a| a == "--write-only") {
+        // For a profiler (callgrind counts instructions, not seconds): only the writer runs.
+        let batch = flat(&all);
+        let rows = rows_of(&batch);
+        let bytes: usize = (0..repeats).map(|_| write_all(&rows)).sum();
+        println!("wrote the flat table's lines {repeats} times, {bytes} bytes");
+        return;
+    }
     per_type(&all, repeats, only.map(String::as_str));
     if only.is_none() {
         whole_table(&flat(&all), repeats);

@@ -125,12 +125,11 @@ impl<'a> Column<'a> {
     }
 
     /// Appends the canonical text of value `i`, which is not null.
+    #[inline(always)]
     pub fn write(&self, i: usize, out: &mut Vec<u8>) -> Result<()> {
         match &self.kind {
             Kind::Null => out.extend_from_slice(b"null"),
-            Kind::Bool(array) => {
-                out.extend_from_slice(if array.value(i) { b"true" } else { b"false" })
-            }
+            Kind::Bool(array) => write_bool(array.value(i), out),
             Kind::Int(ints) => write_int(ints, i, out),
             Kind::F32(values) => floats::write_f32(values[i], out),
             Kind::F64(values) => floats::write_f64(values[i], out),
@@ -299,6 +298,7 @@ fn widen<T: Copy + Into<i64>>(values: &[T]) -> Vec<i64> {
     values.iter().map(|&v| v.into()).collect()
 }
 
+#[inline(always)]
 fn write_int(ints: &Ints<'_>, i: usize, out: &mut Vec<u8>) {
     match ints {
         Ints::I8(v) => text::write_integer(v[i], out),
@@ -310,6 +310,16 @@ fn write_int(ints: &Ints<'_>, i: usize, out: &mut Vec<u8>) {
         Ints::U32(v) => text::write_integer(v[i], out),
         Ints::U64(v) => text::write_integer(v[i], out),
     }
+}
+
+/// `true` or `false` by one copy of five bytes, cut to the word: a copy of a varying length is
+/// a call to memcpy.
+#[inline(always)]
+fn write_bool(value: bool, out: &mut Vec<u8>) {
+    let (text, len) = if value { (b"true ", 4) } else { (b"false", 5) };
+    let start = out.len();
+    out.extend_from_slice(text);
+    out.truncate(start + len);
 }
 
 fn write_decimal(values: &Decimals<'_>, scale: i32, i: usize, out: &mut Vec<u8>) {
