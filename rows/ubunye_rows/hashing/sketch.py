@@ -153,14 +153,15 @@ class Sketch:
         }
 
     def packed_buckets(self) -> str:
-        """The buckets as ``to_record`` stores them, packed once per sketch (zlib at level 9
-        is most of a small table's record)."""
+        """The buckets as ``to_record`` stores them, packed once per sketch."""
         packed = self.__dict__.get("_packed")
         if packed is None:
             import numpy as np
 
             raw = np.array([self.counts, self.lane_a, self.lane_b], dtype="<u8").tobytes()
-            packed = base64.b64encode(zlib.compress(raw, 9)).decode("ascii")
+            # Level 6: the lanes are random bits, on which level 9 only searches longer (4 to 5
+            # times as long for 0.6 % fewer bytes).
+            packed = base64.b64encode(zlib.compress(raw, 6)).decode("ascii")
             self.__dict__["_packed"] = packed  # frozen: the cache is not a field
             _KNOWN.keep(packed, self)
         return packed
