@@ -78,6 +78,7 @@ fn put_day(text: &mut [u8], days: i64) {
 }
 
 /// Appends a date (days since 1970) as `"yyyy-MM-dd"`.
+#[inline]
 pub fn write_date(days: i64, out: &mut Vec<u8>) -> Result<(), OutOfRange> {
     check_day(days)?;
     let start = out.len();
@@ -98,6 +99,7 @@ pub fn to_micros(value: i64, unit: TimeUnit) -> Result<i64, OutOfRange> {
 }
 
 /// Appends microseconds since 1970 as `"yyyy-MM-ddTHH:mm:ss.ffffff"`, with `Z` when `zoned`.
+#[inline]
 pub fn write_micros(micros: i64, zoned: bool, out: &mut Vec<u8>) -> Result<(), OutOfRange> {
     let days = micros.div_euclid(MICROS_PER_DAY);
     check_day(days)?;
