@@ -275,6 +275,21 @@ def step_asset_outputs(step_context: StepExecutionContext) -> list[tuple[str, dg
     return found
 
 
+def one_partition_outputs(
+    step_context: StepExecutionContext,
+) -> list[tuple[str, dg.AssetKey, str | None]]:
+    """``(output name, asset key, partition)`` of each asset the step materialises in one
+    partition (None when unpartitioned); an output covering a range is left out (the IO
+    manager refuses it when it is written)."""
+    found = []
+    for output_name, key in step_asset_outputs(step_context):
+        try:
+            found.append((output_name, key, output_partition(step_context, output_name)))
+        except ValueError:
+            continue
+    return found
+
+
 def unpartitioned_assets_to_execute(step_context: StepExecutionContext) -> list[dg.AssetKey]:
     """The unpartitioned assets the steps this process executes for the run write (every step
     of the run in-process, the step alone in its own process)."""

@@ -20,11 +20,7 @@ class InStepJudge:
     def prepare(self, step_context: internals.StepExecutionContext) -> None:
         """Start asking for the previous materialisation of each asset the step writes (one
         partition each), so it is at hand when the step's outputs are judged."""
-        for output_name, key in internals.step_asset_outputs(step_context):
-            try:
-                partition = internals.output_partition(step_context, output_name)
-            except ValueError:
-                continue  # several partitions: refused when the output is written
+        for _, key, partition in internals.one_partition_outputs(step_context):
             ask_previous_ahead(step_context, key, partition)
 
     def judge(self, context: dg.OutputContext, saved: SavedReceipt, access: StoreAccess) -> Judged:

@@ -231,11 +231,7 @@ def save_running_records(session: StepSession, place: RecordPlace) -> None:
     if step_context is None:
         return
     with session.lock:
-        for output_name, asset_key in internals.step_asset_outputs(step_context):
-            try:
-                partition_key = internals.output_partition(step_context, output_name)
-            except ValueError:
-                continue  # several partitions: refused when the output is written
+        for output_name, asset_key, partition_key in internals.one_partition_outputs(step_context):
             open_record = asset_record(
                 session, place, asset_key, output_name=output_name, partition_key=partition_key
             )
