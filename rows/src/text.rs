@@ -23,6 +23,12 @@ fn escape_of(byte: u8) -> Option<&'static [u8]> {
     }
 }
 
+/// True for a byte JSON text escapes: below 0x20, the quote and the backslash.
+#[inline(always)]
+fn needs_escaping(byte: u8) -> bool {
+    byte < 0x20 || byte == b'"' || byte == b'\\'
+}
+
 const ONES: u64 = 0x0101_0101_0101_0101;
 const HIGH: u64 = 0x8080_8080_8080_8080;
 
@@ -48,10 +54,7 @@ fn needs_escape(text: &[u8]) -> bool {
         // The last eight bytes as one word (some read twice): no byte-by-byte tail.
         return flagged_bytes(&text[text.len() - 8..]) != 0;
     }
-    words
-        .remainder()
-        .iter()
-        .any(|&b| b < 0x20 || b == b'"' || b == b'\\')
+    words.remainder().iter().any(|&b| needs_escaping(b))
 }
 
 /// True when one of the first `len` (at most 32) bytes of `window` needs an escape: four words,
@@ -122,7 +125,7 @@ fn write_escaped(text: &[u8], out: &mut Vec<u8>) {
         at = written;
     }
     for (special, &byte) in text.iter().enumerate().skip(at) {
-        if byte < 0x20 || byte == b'"' || byte == b'\\' {
+        if needs_escaping(byte) {
             put(out, &text[written..special]);
             write_escape(byte, out);
             written = special + 1;
