@@ -653,6 +653,25 @@ def test_a_relative_base_path_is_taken_from_the_working_directory_of_each_write(
         assert storage.base().path == str(tmp_path / folder / "data")
 
 
+def test_an_io_manager_given_no_settings_records_with_the_defaults_built_once(
+    tmp_path, monkeypatch
+):
+    monkeypatch.chdir(tmp_path)
+    manager = UbunyeIOManager(base_path="data")
+    assert manager.resource is manager.resource
+    assert manager.resource.model_dump() == UbunyeResource().model_dump()
+    assert manager.pipeline() is manager.pipeline()
+    assert manager.pipeline().resource is manager.resource
+
+    @dg.asset
+    def defaulted() -> pd.DataFrame:
+        return FRAME_SMALL
+
+    result = dg.materialize([defaulted], resources={"io_manager": manager})
+    record = record_of(tmp_path, "dagster/default/defaulted", result.run_id)
+    assert record.outputs[0].data_hash == fingerprint(FRAME_SMALL).data_hash
+
+
 def test_each_step_reads_the_subject_of_its_assets_record_from_dagster_once(tmp_path, monkeypatch):
     spy = mock.Mock(wraps=subjects.step_asset_subject)
     monkeypatch.setattr(subjects, "step_asset_subject", spy)

@@ -67,11 +67,18 @@ class UbunyeIOManager(dg.ConfigurableIOManager):
     )
 
     _storage: Storage | None = PrivateAttr(default=None)
+    _default_resource: UbunyeResource | None = PrivateAttr(default=None)
+    _pipeline: ReceiptPipeline | None = PrivateAttr(default=None)
 
     @property
     def resource(self) -> UbunyeResource:
-        """The ``UbunyeResource`` in force (its defaults when none was given)."""
-        return self.ubunye if self.ubunye is not None else UbunyeResource()
+        """The ``UbunyeResource`` in force (its defaults when none was given, built once)."""
+        if self.ubunye is not None:
+            return self.ubunye
+        if self._default_resource is None:
+            # Dagster infers a resource's config schema on every construction (about 0.8 ms).
+            self._default_resource = UbunyeResource()
+        return self._default_resource
 
     def storage(self) -> Storage:
         """Where the rows are kept: Parquet files, or Delta tables (Spark keeps Parquet)."""
@@ -82,10 +89,13 @@ class UbunyeIOManager(dg.ConfigurableIOManager):
         return self._storage
 
     def pipeline(self) -> ReceiptPipeline:
-        """The receipt pipeline around this IO manager's storage."""
-        # Records are read back with the record store's options, else the data's.
-        access = StoreAccess(storage_options=self.resource.storage_options or self.storage_options)
-        return ReceiptPipeline(self.resource, self.storage(), receipt_observers(), access)
+        """The receipt pipeline around this IO manager's storage (one per IO manager)."""
+        if self._pipeline is None:
+            resource = self.resource
+            # Records are read back with the record store's options, else the data's.
+            access = StoreAccess(storage_options=resource.storage_options or self.storage_options)
+            self._pipeline = ReceiptPipeline(resource, self.storage(), receipt_observers(), access)
+        return self._pipeline
 
     def handle_output(self, context: dg.OutputContext, obj: Any) -> None:
         """Stage, hash, check, then atomically write ``obj``, save the asset's record (an
