@@ -10,13 +10,16 @@ the big one (the Ubunye side digests the stored bytes beside the decode and, whe
 recorded byte digest, takes the recorded rows-v1 digest); "read, rows" does the same read with
 `verify_reads="rows"` (the rows hashed and checked on every read). The plain Parquet write of the
 same table is also timed on its own, for the write's floor: the plain materialisation with its
-Parquet write replaced by the hash. The exit status is 1 when a read's digest differs from the
-written one.
+Parquet write replaced by the hash. A run whose asset stores nothing is timed under each IO
+manager and under a do-nothing subclass of UbunyeIOManager: what Dagster spends setting up that
+shape of IO manager for a run, before any read or write. The exit status is 1 when a read's digest
+differs from the written one.
 """
 
 from __future__ import annotations
 
 import argparse
+import functools
 import os
 import platform
 import statistics
@@ -85,6 +88,27 @@ def bench_assets(frame: pd.DataFrame) -> list[dg.AssetsDefinition]:
         return pd.DataFrame({"rows": [len(big)]})
 
     return [big, summary]
+
+
+@dg.asset(name="stores_nothing")
+def stores_nothing() -> None:
+    """An asset whose run never calls its IO manager: what a run costs before any read or write."""
+
+
+@functools.cache
+def set_up_only_class() -> type:
+    """UbunyeIOManager's fields and nested resource, doing nothing: a run with it costs what
+    Dagster spends setting that shape up, and nothing of the glue."""
+    from ubunye_dagster import UbunyeIOManager
+
+    class SetUpOnlyIOManager(UbunyeIOManager):
+        def setup_for_execution(self, context: dg.InitResourceContext) -> None:
+            """Nothing: no step-start listener."""
+
+        def teardown_after_execution(self, context: dg.InitResourceContext) -> None:
+            """Nothing: no records closed, no index updates settled."""
+
+    return SetUpOnlyIOManager
 
 
 def machine() -> str:
@@ -185,6 +209,7 @@ def measure(frame: pd.DataFrame, repeats: int) -> tuple[dict[str, list[float]], 
                 partial(plain_round, assets, root, instance, sample),
                 partial(ubunye_round, assets, root, instance, sample, wrong),
                 partial(plain_write_round, frame, root, sample),
+                partial(set_up_round, root, instance, sample),
             ]
             for run in rounds if repeat % 2 == 0 else reversed(rounds):
                 run()
@@ -192,6 +217,30 @@ def measure(frame: pd.DataFrame, repeats: int) -> tuple[dict[str, list[float]], 
                 for key, seconds in sample.items():
                     times.setdefault(key, []).append(seconds)
     return times, wrong
+
+
+def set_up_round(root: Path, instance, sample: dict[str, float]) -> None:
+    """A run whose asset stores nothing, under the plain IO manager, the do-nothing subclass of
+    UbunyeIOManager (Dagster's set-up of its shape) and UbunyeIOManager itself."""
+    from ubunye_dagster import UbunyeResource
+
+    managers = {
+        "set-up plain": lambda: ParquetBaselineIOManager(base_path=UPath(root / "baseline")),
+        "set-up dagster": lambda: set_up_only_class()(
+            base_path=str(root / "ubunye" / "data"),
+            ubunye=UbunyeResource(usecase_dir=str(root / "ubunye")),
+        ),
+        "set-up ubunye": lambda: ubunye_manager(root),
+    }
+    for key, manager in managers.items():
+        started = time.perf_counter()
+        dg.materialize(
+            [stores_nothing],
+            resources={"io_manager": manager()},
+            instance=instance,
+            run_config=QUIET,
+        )
+        sample[key] = time.perf_counter() - started
 
 
 def plain_write_round(frame: pd.DataFrame, root: Path, sample: dict[str, float]) -> None:
@@ -340,6 +389,13 @@ def main(argv: list[str] | None = None) -> int:
         f"{med['parquet write'] - med['plain write']:.3f}s of the plain materialise outside its "
         f"Parquet write ({100 * (med['ubunye write'] / floor_inside - 1):+.0f}% over the floor "
         "taken with the hash as timed inside the write)"
+    )
+    plain_run = med["set-up plain"]
+    glue, dagster = (1000 * (med[key] - plain_run) for key in ("set-up ubunye", "set-up dagster"))
+    print(
+        f"  a run whose asset stores nothing: parquet UPathIOManager {plain_run:.3f}s; "
+        f"UbunyeIOManager {glue:+.1f} ms; its do-nothing subclass (Dagster setting up the same "
+        f"fields and nested resource) {dagster:+.1f} ms"
     )
     digests = {key.split(":", 1)[1] for key in times if key.startswith("digest ")}
     if len(digests) != 1:
