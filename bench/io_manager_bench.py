@@ -185,11 +185,14 @@ def timed_materialise(
     return elapsed, (float(hashed.value) if hashed is not None else None), result
 
 
-def ubunye_manager(root: Path, verify_reads: str = "fail") -> dg.ConfigurableIOManager:
-    """UbunyeIOManager storing under ``root`` (both read settings share the stored data)."""
+def ubunye_manager(
+    root: Path, verify_reads: str = "fail", manager_class: type | None = None
+) -> dg.ConfigurableIOManager:
+    """UbunyeIOManager (or ``manager_class``, a subclass) storing under ``root`` (both read
+    settings share the stored data)."""
     from ubunye_dagster import UbunyeIOManager, UbunyeResource
 
-    return UbunyeIOManager(
+    return (manager_class or UbunyeIOManager)(
         base_path=str(root / "ubunye" / "data"),
         ubunye=UbunyeResource(usecase_dir=str(root / "ubunye"), verify_reads=verify_reads),
     )
@@ -222,14 +225,9 @@ def measure(frame: pd.DataFrame, repeats: int) -> tuple[dict[str, list[float]], 
 def set_up_round(root: Path, instance, sample: dict[str, float]) -> None:
     """A run whose asset stores nothing, under the plain IO manager, the do-nothing subclass of
     UbunyeIOManager (Dagster's set-up of its shape) and UbunyeIOManager itself."""
-    from ubunye_dagster import UbunyeResource
-
     managers = {
         "set-up plain": lambda: ParquetBaselineIOManager(base_path=UPath(root / "baseline")),
-        "set-up dagster": lambda: set_up_only_class()(
-            base_path=str(root / "ubunye" / "data"),
-            ubunye=UbunyeResource(usecase_dir=str(root / "ubunye")),
-        ),
+        "set-up dagster": lambda: ubunye_manager(root, manager_class=set_up_only_class()),
         "set-up ubunye": lambda: ubunye_manager(root),
     }
     for key, manager in managers.items():
