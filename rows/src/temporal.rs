@@ -3,6 +3,8 @@
 
 use arrow_schema::TimeUnit;
 
+use crate::text::put_cut;
+
 /// Days from 0001-01-01 to 1970-01-01, and the last day rows-v1 writes (9999-12-31).
 const FIRST_DAY: i64 = -719_162;
 const LAST_DAY: i64 = 2_932_896;
@@ -106,15 +108,13 @@ pub fn write_micros(micros: i64, zoned: bool, out: &mut Vec<u8>) -> Result<(), O
     let rest = micros.rem_euclid(MICROS_PER_DAY);
     let (seconds, fraction) = ((rest / 1_000_000) as u32, (rest % 1_000_000) as u32);
     let start = out.len();
-    // One fixed-size copy whichever the form (a copy of a varying length is a call to memcpy),
-    // cut to the form's length after.
+    // Both forms padded to one size: one fixed-size copy whichever is written.
     let (template, len) = if zoned {
         (b"\"0000-00-00T00:00:00.000000Z\"\0\0\0", 29)
     } else {
         (b"\"0000-00-00T00:00:00.000000\"\0\0\0\0", 28)
     };
-    out.extend_from_slice(template);
-    out.truncate(start + len);
+    put_cut(out, template, len);
     let text = &mut out[start..start + 27];
     put_day(&mut text[1..11], days);
     put_pair(text, 12, seconds / 3600);

@@ -176,6 +176,15 @@ pub fn put(out: &mut Vec<u8>, bytes: &[u8]) {
     out.truncate(start + n);
 }
 
+/// Appends the first `len` bytes of `padded` by one copy of all its `N` bytes, then a cut: a copy
+/// of a varying length is a call to memcpy.
+#[inline(always)]
+pub fn put_cut<const N: usize>(out: &mut Vec<u8>, padded: &[u8; N], len: usize) {
+    let start = out.len();
+    out.extend_from_slice(padded);
+    out.truncate(start + len);
+}
+
 /// Appends an integer's decimal text.
 #[inline]
 pub fn write_integer<I: itoa::Integer>(value: I, out: &mut Vec<u8>) {

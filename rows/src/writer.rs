@@ -312,14 +312,11 @@ fn write_int(ints: &Ints<'_>, i: usize, out: &mut Vec<u8>) {
     }
 }
 
-/// `true` or `false` by one copy of five bytes, cut to the word: a copy of a varying length is
-/// a call to memcpy.
+/// `true` or `false` by one copy of five bytes, cut to the word.
 #[inline(always)]
 fn write_bool(value: bool, out: &mut Vec<u8>) {
     let (text, len) = if value { (b"true ", 4) } else { (b"false", 5) };
-    let start = out.len();
-    out.extend_from_slice(text);
-    out.truncate(start + len);
+    text::put_cut(out, text, len);
 }
 
 fn write_decimal(values: &Decimals<'_>, scale: i32, i: usize, out: &mut Vec<u8>) {
@@ -388,12 +385,10 @@ impl Head {
             out.extend_from_slice(&self.padded[from..self.len]);
             return;
         }
-        let start = out.len();
         let chunk: &[u8; HEAD_COPY] = self.padded[from..from + HEAD_COPY]
             .try_into()
             .expect("the head is padded");
-        out.extend_from_slice(chunk);
-        out.truncate(start + n);
+        text::put_cut(out, chunk, n);
     }
 }
 
